@@ -1,0 +1,223 @@
+// Command nm-overlay sets up, verifies, shows and resets NetworkManager's keyfile overlay
+// on one host. systemd runs `nm-overlay setup` before NetworkManager at every boot.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/nmoverlay/nmoverlay/overlay"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitDegraded = 1 // verification failed, host degraded, or leftovers found
+	exitUsage    = 2
+)
+
+const usage = `nm-overlay: NetworkManager's keyfile overlay (lower: persistent keyfiles, upper: tmpfs)
+
+Usage: nm-overlay COMMAND [--layout FILE] [-o text|json]
+
+Commands:
+  setup      create upper/work on tmpfs, mount the overlay if needed, verify it, and enable
+             it for NetworkManager's next start; on failure NetworkManager keeps the
+             persistent keyfile dir and the host is marked degraded (run by nm-overlay.service)
+  verify     check the overlay and NetworkManager's use of it; exit 1 if anything is wrong
+  status     what the tmpfs layer adds, modifies (copy-up) and hides (whiteouts), per profile
+  reset      drop every ephemeral change now and make NetworkManager reload its profiles
+  uninstall  remove what is left after the MachineConfig was removed (--check: only list it)
+
+Exit codes: 0 ok, 1 degraded or failed, 2 usage.
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet("nm-overlay "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	layoutFile := fs.String("layout", overlay.LayoutFile, "layout file written by the MachineConfig (defaults apply when missing)")
+	output := fs.String("o", "text", "output format: text or json")
+	check := fs.Bool("check", false, "uninstall: only list what is left, exit 1 if anything is")
+	keepBinary := fs.Bool("keep-binary", false, "uninstall: keep "+overlay.HelperBinary)
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		fmt.Fprintf(stderr, "nm-overlay: -o %q: want text or json\n", *output)
+		return exitUsage
+	}
+	l, err := overlay.LoadLayout(*layoutFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out := printer{w: stdout, json: *output == "json"}
+
+	switch cmd {
+	case "setup":
+		r, err := overlay.Setup(ctx, l, overlay.NMConfig{})
+		report(r, err)
+		out.report(r)
+		if err != nil {
+			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+			return exitDegraded
+		}
+	case "verify":
+		r := overlay.Verify(ctx, l, overlay.VerifyOptions{})
+		out.report(r)
+		if !r.OK {
+			return exitDegraded
+		}
+	case "status":
+		changes, err := overlay.Status(l)
+		if err != nil {
+			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+			return exitDegraded
+		}
+		out.changes(changes)
+	case "reset":
+		dropped, err := overlay.Reset(ctx, l, overlay.NMConfig{})
+		if err != nil {
+			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+			return exitDegraded
+		}
+		log(journal.PriNotice, fmt.Sprintf("reset: dropped %d ephemeral changes", len(dropped)), nil)
+		out.changes(dropped)
+	case "uninstall":
+		if *check {
+			left := overlay.Leftovers(l)
+			out.list(left)
+			if len(left) > 0 {
+				return exitDegraded
+			}
+			return exitOK
+		}
+		removed, err := overlay.Uninstall(l, *keepBinary)
+		out.list(removed)
+		if err != nil {
+			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+			return exitDegraded
+		}
+	default:
+		fmt.Fprintf(stderr, "nm-overlay: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// report tells systemd and the journal how setup went.
+func report(r overlay.Report, err error) {
+	status := "keyfile overlay verified; NetworkManager will use " + r.Layout.Merged()
+	prio := journal.PriInfo
+	result := "verified"
+	if err != nil {
+		status = "degraded: NetworkManager keeps " + r.Layout.Lower + " (" + r.Reason() + ")"
+		prio = journal.PriErr
+		result = "degraded"
+	}
+	_, _ = daemon.SdNotify(false, "STATUS="+status)
+	log(prio, status, map[string]string{"NMOVERLAY_RESULT": result})
+}
+
+func log(prio journal.Priority, msg string, fields map[string]string) {
+	if os.Getenv("INVOCATION_ID") != "" && journal.Enabled() {
+		if journal.Send(msg, prio, fields) == nil {
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "nm-overlay: "+msg)
+}
+
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func (p printer) encode(v any) {
+	enc := json.NewEncoder(p.w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (p printer) report(r overlay.Report) {
+	if p.json {
+		p.encode(r)
+		return
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 2, 2, ' ', 0)
+	for _, c := range r.Checks {
+		mark := "ok"
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", mark, c.Name, c.Detail)
+	}
+	tw.Flush()
+	if r.OK {
+		fmt.Fprintln(p.w, "overlay verified")
+	} else {
+		fmt.Fprintln(p.w, "overlay degraded")
+	}
+}
+
+func (p printer) changes(cs []overlay.ProfileChange) {
+	if p.json {
+		p.encode(cs)
+		return
+	}
+	if len(cs) == 0 {
+		fmt.Fprintln(p.w, "no ephemeral changes")
+		return
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tFILE\tID\tTYPE\tINTERFACE\tUUID")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Change, c.File, dash(c.ID), dash(c.Type), dash(c.Interface), dash(c.UUID))
+	}
+	tw.Flush()
+}
+
+func (p printer) list(items []string) {
+	if p.json {
+		if items == nil {
+			items = []string{}
+		}
+		p.encode(items)
+		return
+	}
+	if len(items) > 0 {
+		fmt.Fprintln(p.w, strings.Join(items, "\n"))
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+

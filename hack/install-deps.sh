@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test tiers and the demo need. Idempotent: when every
+# tool is present it does nothing. Needs root.
+set -euo pipefail
+
+# tool -> package
+declare -A need=(
+  [NetworkManager]=network-manager
+  [nmcli]=network-manager
+  [dbus-daemon]=dbus
+  [systemd-nspawn]=systemd-container
+  [debootstrap]=debootstrap
+  [ip]=iproute2
+  [nsenter]=util-linux
+  [systemd-tmpfiles]=systemd
+  [systemd-analyze]=systemd
+)
+missing=()
+for tool in "${!need[@]}"; do
+  command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("${need[$tool]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: need root to install: ${missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# --no-install-recommends keeps NetworkManager from pulling in wpasupplicant, ModemManager...
+apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null

@@ -1,0 +1,56 @@
+package overlay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Degraded is the content of the degraded marker: why this boot's overlay is not in use.
+type Degraded struct {
+	Reason string `json:"reason"`
+	// Failed lists the verification checks that failed, when the helper got that far.
+	Failed []Check    `json:"failed,omitempty"`
+	Since  *time.Time `json:"since,omitempty"`
+}
+
+// ReasonNotVerified is the marker tmpfiles writes at boot; only a verified setup removes it.
+const ReasonNotVerified = "nm-overlay has not verified the keyfile overlay in this boot (helper not installed, not run, or failed before writing a reason); NetworkManager uses the persistent keyfile dir"
+
+// NotVerifiedMarker is the marker's boot-time content.
+func NotVerifiedMarker() []byte {
+	b, _ := json.Marshal(Degraded{Reason: ReasonNotVerified})
+	return b
+}
+
+// ReadDegraded returns the host's degraded marker, or nil when the overlay is verified.
+func ReadDegraded(l Layout) (*Degraded, error) {
+	b, err := os.ReadFile(l.DegradedMarker())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &Degraded{}
+	if err := json.Unmarshal(b, d); err != nil {
+		// A marker is a marker, whatever wrote it.
+		return &Degraded{Reason: fmt.Sprintf("unreadable degraded marker: %s", string(b))}, nil
+	}
+	return d, nil
+}
+
+func writeDegraded(l Layout, d Degraded) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	d.Since = &now
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.RunDir, 0o700); err != nil {
+		return err
+	}
+	return writeFileAtomic(l.DegradedMarker(), append(b, '\n'), 0o644)
+}

@@ -1,0 +1,86 @@
+package overlay
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+)
+
+// writeFileAtomic replaces path with data in one rename, so a crash never leaves half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// fsType is the statfs magic of the filesystem holding path.
+func fsType(path string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Type), nil
+}
+
+func onTmpfs(path string) (bool, error) {
+	t, err := fsType(path)
+	return t == unix.TMPFS_MAGIC, err
+}
+
+// mountAt returns the topmost mount whose mount point is exactly path, or nil.
+func mountAt(path string) (*mountinfo.Info, error) {
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
+	if err != nil {
+		return nil, err
+	}
+	if len(mounts) == 0 {
+		return nil, nil
+	}
+	// Stacked mounts: the last one listed is on top.
+	return mounts[len(mounts)-1], nil
+}
+
+// KernelSafetyOptions returns the SafetyOptions the running kernel's overlayfs knows,
+// judged by its module parameters (present for built-in overlayfs too).
+func KernelSafetyOptions() []string {
+	param := map[string]string{
+		"redirect_dir=off": "redirect_dir",
+		"index=off":        "index",
+		"metacopy=off":     "metacopy",
+		"xino=off":         "xino_auto",
+	}
+	var known []string
+	for _, o := range SafetyOptions {
+		if _, err := os.Stat(filepath.Join("/sys/module/overlay/parameters", param[o])); err == nil {
+			known = append(known, o)
+		}
+	}
+	return known
+}

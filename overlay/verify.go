@@ -1,0 +1,234 @@
+package overlay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Check is one verified property of the overlay.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Names of the checks, for callers and tests that look for one.
+const (
+	CheckLayout        = "layout"
+	CheckMounted       = "mounted"
+	CheckLayers        = "layers"
+	CheckTmpfs         = "upper-on-tmpfs"
+	CheckLowerStable   = "lower-unchanged"
+	CheckNMConfig      = "nm-config"
+	CheckNMEnabled     = "nm-enabled"
+	CheckNMRunning     = "nm-running"
+	CheckDegradedClear = "not-degraded"
+)
+
+// Report is the result of Verify.
+type Report struct {
+	OK     bool    `json:"ok"`
+	Layout Layout  `json:"layout"`
+	Checks []Check `json:"checks"`
+}
+
+// Failed lists the checks that did not pass.
+func (r Report) Failed() []Check {
+	var f []Check
+	for _, c := range r.Checks {
+		if !c.OK {
+			f = append(f, c)
+		}
+	}
+	return f
+}
+
+// Reason is one line naming every failed check.
+func (r Report) Reason() string {
+	var parts []string
+	for _, c := range r.Failed() {
+		parts = append(parts, c.Name+": "+c.Detail)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// VerifyOptions select how much of the host Verify looks at.
+type VerifyOptions struct {
+	NMConfig NMConfig
+	// BeforeEnable verifies what Setup needs before it enables the overlay for
+	// NetworkManager: the enable file and degraded marker are not checked yet, and
+	// NetworkManager's configuration is judged as if the enable tag were set.
+	BeforeEnable bool
+}
+
+// Verify checks that the overlay is what l describes and that NetworkManager uses it.
+// It never changes the host.
+func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
+	r := Report{Layout: l}
+	add := func(name string, ok bool, format string, args ...any) {
+		r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	if err := l.Validate(); err != nil {
+		add(CheckLayout, false, "%v", err)
+		r.OK = false
+		return r
+	}
+	add(CheckLayout, true, "lower %s, upper %s, work %s, merged %s", l.Lower, l.Upper(), l.Work(), l.Merged())
+
+	m, err := mountAt(l.Merged())
+	switch {
+	case err != nil:
+		add(CheckMounted, false, "reading mounts: %v", err)
+	case m == nil:
+		add(CheckMounted, false, "nothing is mounted at %s", l.Merged())
+	case m.FSType != "overlay":
+		add(CheckMounted, false, "%s is a %s mount, not overlay", l.Merged(), m.FSType)
+	default:
+		add(CheckMounted, true, "overlay at %s", l.Merged())
+		add(CheckLayers, layersMatch(m.VFSOptions, l), "%s", layersDetail(m.VFSOptions, l))
+	}
+
+	tmpfsOK, detail := true, []string{}
+	for _, d := range []string{l.Upper(), l.Work()} {
+		ok, err := onTmpfs(d)
+		if err != nil {
+			tmpfsOK = false
+			detail = append(detail, fmt.Sprintf("%s: %v", d, err))
+			continue
+		}
+		if !ok {
+			tmpfsOK = false
+			detail = append(detail, d+" is not on tmpfs: its profiles would survive a reboot")
+		} else {
+			detail = append(detail, d+" on tmpfs")
+		}
+	}
+	add(CheckTmpfs, tmpfsOK, "%s", strings.Join(detail, "; "))
+
+	if want, err := loadManifest(l.LowerManifest()); err == nil {
+		now, err := ReadManifest(l.Lower)
+		switch {
+		case err != nil:
+			add(CheckLowerStable, false, "reading %s: %v", l.Lower, err)
+		case len(want.Diff(now)) > 0:
+			add(CheckLowerStable, false, "%s was written while the overlay was mounted (undefined for overlayfs; reboot to see it consistently): %s",
+				l.Lower, strings.Join(want.Diff(now), ", "))
+		default:
+			add(CheckLowerStable, true, "%s unchanged since setup (%d entries)", l.Lower, len(now))
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		add(CheckLowerStable, false, "reading %s: %v", l.LowerManifest(), err)
+	}
+
+	enabled := fileExists(l.NMEnvFile())
+	tag := ""
+	if enabled || opts.BeforeEnable {
+		tag = EnableTag
+	}
+	kp, err := opts.NMConfig.EffectiveKeyfilePath(tag)
+	switch {
+	case err != nil:
+		add(CheckNMConfig, false, "reading NetworkManager configuration: %v", err)
+	case kp.Path != l.Merged():
+		why := "NetworkManager's built-in default"
+		if kp.Source != "" {
+			why = kp.Source
+		}
+		add(CheckNMConfig, false, "NetworkManager's keyfile path is %s (from %s), not %s", kp.Path, why, l.Merged())
+	default:
+		add(CheckNMConfig, true, "keyfile path %s (from %s)", kp.Path, kp.Source)
+	}
+	if !opts.BeforeEnable {
+		if enabled {
+			add(CheckNMEnabled, true, "%s enables %s", l.NMEnvFile(), KeyfileDropIn)
+		} else {
+			add(CheckNMEnabled, false, "%s is missing: NetworkManager does not read %s", l.NMEnvFile(), KeyfileDropIn)
+		}
+		if d, err := ReadDegraded(l); err != nil || d != nil {
+			reason := "unreadable"
+			if d != nil {
+				reason = d.Reason
+			}
+			add(CheckDegradedClear, false, "degraded marker %s: %s", l.DegradedMarker(), reason)
+		}
+	}
+	verifyRunningNM(ctx, l, add)
+
+	r.OK = len(r.Failed()) == 0
+	return r
+}
+
+// verifyRunningNM checks where a running NetworkManager actually loaded its profiles from:
+// its configuration is read at start, so the files alone do not prove it.
+func verifyRunningNM(ctx context.Context, l Layout, add func(string, bool, string, ...any)) {
+	nm, err := ConnectNM(ctx)
+	if err != nil || nm == nil {
+		add(CheckNMRunning, true, "NetworkManager is not running")
+		return
+	}
+	defer nm.Close()
+	profiles, err := nm.Profiles(ctx)
+	if err != nil {
+		add(CheckNMRunning, false, "%v", err)
+		return
+	}
+	var elsewhere []string
+	inMerged := 0
+	for _, p := range profiles {
+		dir := filepath.Dir(p.Filename)
+		switch {
+		case p.Filename == "" || dir == NMRunProfiles || strings.HasPrefix(dir, "/usr/lib/NetworkManager/"):
+			// in-memory or vendor profiles: not the keyfile dir's business
+		case dir == l.Merged():
+			inMerged++
+		default:
+			elsewhere = append(elsewhere, fmt.Sprintf("%q from %s", p.ID, p.Filename))
+		}
+	}
+	if len(elsewhere) > 0 {
+		add(CheckNMRunning, false, "running NetworkManager loaded profiles outside %s (restart it after fixing its configuration): %s",
+			l.Merged(), strings.Join(elsewhere, ", "))
+		return
+	}
+	add(CheckNMRunning, true, "running NetworkManager loaded %d profiles from %s", inMerged, l.Merged())
+}
+
+// layersMatch compares the mount's super options with the layout's layers.
+func layersMatch(vfsOptions string, l Layout) bool {
+	got := overlayLayers(vfsOptions)
+	return got["lowerdir"] == l.Lower && got["upperdir"] == l.Upper() && got["workdir"] == l.Work()
+}
+
+func layersDetail(vfsOptions string, l Layout) string {
+	got := overlayLayers(vfsOptions)
+	if layersMatch(vfsOptions, l) {
+		return fmt.Sprintf("lowerdir=%s upperdir=%s workdir=%s", got["lowerdir"], got["upperdir"], got["workdir"])
+	}
+	return fmt.Sprintf("mounted with lowerdir=%q upperdir=%q workdir=%q, want %q %q %q",
+		got["lowerdir"], got["upperdir"], got["workdir"], l.Lower, l.Upper(), l.Work())
+}
+
+func overlayLayers(vfsOptions string) map[string]string {
+	m := map[string]string{}
+	for _, o := range strings.Split(vfsOptions, ",") {
+		if k, v, ok := strings.Cut(o, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// isMountpoint reports whether something is mounted exactly at path.
+func isMountpoint(path string) bool {
+	m, err := mountAt(path)
+	return err == nil && m != nil
+}

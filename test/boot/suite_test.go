@@ -1,0 +1,41 @@
+//go:build boot
+
+// The boot tier: the rendered MachineConfig's files and units on a Debian root filesystem,
+// booted by real systemd in systemd-nspawn, rebooted, broken on purpose. Root only.
+package boot_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var (
+	baseRootfs string // pristine Debian root filesystem (hack/rootfs.sh)
+	helper     string // the nm-overlay binary under test
+)
+
+func TestBoot(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "boot tier: systemd-nspawn")
+}
+
+var _ = BeforeSuite(func() {
+	Expect(os.Geteuid()).To(Equal(0), "the boot tier needs root")
+	baseRootfs = os.Getenv("NMOVERLAY_ROOTFS")
+	Expect(baseRootfs).NotTo(BeEmpty(), "NMOVERLAY_ROOTFS is unset: run make test-boot (hack/rootfs.sh builds it)")
+	Expect(filepath.Join(baseRootfs, ".complete")).To(BeAnExistingFile())
+	for _, tool := range []string{"systemd-nspawn", "nsenter", "unshare"} {
+		_, err := exec.LookPath(tool)
+		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
+	}
+	helper = filepath.Join(GinkgoT().TempDir(), "nm-overlay")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", helper, "github.com/nmoverlay/nmoverlay/cmd/nm-overlay")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+})

@@ -1,0 +1,200 @@
+// Package nspawn boots a Debian root filesystem with systemd-nspawn as a test node: real
+// systemd as PID 1, real unit ordering, tmpfiles, mount units and reboots. The machine's
+// root is an overlay on the shared base root filesystem, so every machine starts from the
+// same pristine tree and keeps its own changes across its reboots.
+package nspawn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ExitReboot is systemd-nspawn's exit code when the container asked for a reboot.
+const ExitReboot = 133
+
+// Machine is one nspawn test node.
+type Machine struct {
+	Name string
+	// Root is the machine's root filesystem as seen from the host; write into it while
+	// the machine is off to install things "offline", as MCO/Ignition would.
+	Root string
+	dir  string
+
+	cmd     *exec.Cmd
+	done    chan struct{}
+	exit    int
+	console *os.File
+	initPID int
+}
+
+// New prepares a machine on top of base (a root filesystem that is never modified).
+func New(base, name string) (*Machine, error) {
+	dir, err := os.MkdirTemp("", "nspawn-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	m := &Machine{Name: name, dir: dir, Root: filepath.Join(dir, "root")}
+	for _, d := range []string{"upper", "work", "root"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	opts := "lowerdir=" + base + ",upperdir=" + filepath.Join(dir, "upper") + ",workdir=" + filepath.Join(dir, "work")
+	if err := syscall.Mount("overlay", m.Root, "overlay", 0, opts); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("mounting the machine's root: %w", err)
+	}
+	return m, nil
+}
+
+// Boot starts the machine and waits until systemd finished booting.
+func (m *Machine) Boot(ctx context.Context) error {
+	if m.cmd != nil {
+		return errors.New("already running")
+	}
+	console, err := os.OpenFile(filepath.Join(m.dir, "console.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(console, "\n===== boot at %s =====\n", time.Now().Format(time.RFC3339Nano))
+	m.console = console
+	// A private mount namespace with a tmpfs for nspawn's runtime dir: the host's /run is
+	// not a tmpfs and no systemd/machined runs on the host.
+	script := "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec systemd-nspawn -D " +
+		m.Root + " -b --private-network --register=no --keep-unit -M " + m.Name + " --console=read-only"
+	m.cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
+	m.cmd.Stdout, m.cmd.Stderr = console, console
+	if err := m.cmd.Start(); err != nil {
+		m.cmd = nil
+		return err
+	}
+	m.done = make(chan struct{})
+	go func() {
+		_ = m.cmd.Wait()
+		m.exit = m.cmd.ProcessState.ExitCode()
+		close(m.done)
+	}()
+	if err := m.waitInit(ctx); err != nil {
+		return err
+	}
+	// "running" or "degraded" both mean the boot transaction finished.
+	state, _ := m.Exec(ctx, "systemctl", "is-system-running", "--wait")
+	if s := strings.TrimSpace(state); s != "running" && s != "degraded" {
+		return fmt.Errorf("boot did not finish: system state %q (console %s)", s, console.Name())
+	}
+	return nil
+}
+
+// waitInit finds the container's PID 1 (systemd, a descendant of nspawn) on the host.
+func (m *Machine) waitInit(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-m.done:
+			return fmt.Errorf("systemd-nspawn exited with %d before booting (console %s)", m.exit, m.console.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if pid := findDescendant(m.cmd.Process.Pid, "systemd"); pid != 0 {
+			// Wait until its D-Bus API answers.
+			m.initPID = pid
+			if _, err := m.Exec(ctx, "systemctl", "show", "-p", "Version"); err == nil {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the container's systemd did not come up (console %s)", m.console.Name())
+}
+
+func findDescendant(pid int, comm string) int {
+	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(children)) {
+		child, _ := strconv.Atoi(f)
+		c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child))
+		if strings.TrimSpace(string(c)) == comm {
+			return child
+		}
+		if d := findDescendant(child, comm); d != 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// Command runs a command inside the machine (all its namespaces).
+func (m *Machine) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(m.initPID), "-a", "--", name}, args...)...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PAGER=cat", "SYSTEMD_PAGER=", "LC_ALL=C"}
+	return cmd
+}
+
+// Exec runs a command inside the machine and returns stdout; an error carries stderr.
+func (m *Machine) Exec(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := m.Command(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s%s", name, strings.Join(args, " "), err, stderr.String(), stdout.String())
+	}
+	return stdout.String(), nil
+}
+
+// Reboot asks systemd inside to reboot and boots the machine again when nspawn exits 133.
+func (m *Machine) Reboot(ctx context.Context) error {
+	if err := m.stop(ctx, "reboot", ExitReboot); err != nil {
+		return err
+	}
+	return m.Boot(ctx)
+}
+
+// Poweroff shuts the machine down cleanly.
+func (m *Machine) Poweroff(ctx context.Context) error { return m.stop(ctx, "poweroff", 0) }
+
+func (m *Machine) stop(ctx context.Context, verb string, wantExit int) error {
+	if m.cmd == nil {
+		return nil
+	}
+	_ = m.Command(ctx, "systemctl", "--no-block", verb).Run()
+	select {
+	case <-m.done:
+	case <-time.After(60 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+	m.cmd = nil
+	m.console.Close()
+	if m.exit != wantExit {
+		return fmt.Errorf("systemd-nspawn exited %d on %s, want %d (console %s)", m.exit, verb, wantExit, m.console.Name())
+	}
+	return nil
+}
+
+// Console returns what the machine printed so far.
+func (m *Machine) Console() string {
+	b, _ := os.ReadFile(filepath.Join(m.dir, "console.log"))
+	return string(b)
+}
+
+// Close powers the machine off if needed and removes it.
+func (m *Machine) Close() {
+	if m.cmd != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		_ = m.Poweroff(ctx)
+		cancel()
+	}
+	_ = syscall.Unmount(m.Root, 0)
+	if os.Getenv("NSPAWN_KEEP") == "" {
+		os.RemoveAll(m.dir)
+	}
+}
