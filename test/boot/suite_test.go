@@ -24,7 +24,11 @@ func TestBoot(t *testing.T) {
 	RunSpecs(t, "boot tier: systemd-nspawn")
 }
 
-var _ = BeforeSuite(func() {
+var _ = BeforeSuite(func() { setup(GinkgoT().TempDir()) })
+
+// setup finds the base root filesystem and builds the helper into dir; shared by the specs
+// and the benchmarks.
+func setup(dir string) {
 	Expect(os.Geteuid()).To(Equal(0), "the boot tier needs root")
 	baseRootfs = os.Getenv("NMOVERLAY_ROOTFS")
 	Expect(baseRootfs).NotTo(BeEmpty(), "NMOVERLAY_ROOTFS is unset: run make test-boot (hack/rootfs.sh builds it)")
@@ -33,9 +37,9 @@ var _ = BeforeSuite(func() {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
-	helper = filepath.Join(GinkgoT().TempDir(), "nm-overlay")
+	helper = filepath.Join(dir, "nm-overlay")
 	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", helper, "github.com/nmoverlay/nmoverlay/cmd/nm-overlay")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
-})
+}

@@ -1,0 +1,133 @@
+// Package machineconfigs renders the MachineConfigs (machineconfiguration.openshift.io/v1,
+// Ignition 3.x) that put NetworkManager's keyfile dir on the nmoverlay overlay, one per
+// MachineConfigPool. Options are typed and validated; errors name the field. Every path,
+// unit name and file content comes from package overlay, the one definition shared with
+// the host helper.
+package machineconfigs
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/nmoverlay/nmoverlay/overlay"
+)
+
+// MachineConfig API identity and the labels this project sets.
+const (
+	APIVersion     = "machineconfiguration.openshift.io/v1"
+	Kind           = "MachineConfig"
+	RoleLabel      = "machineconfiguration.openshift.io/role"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "nmoverlay"
+	// DefaultIgnitionVersion is accepted by every MCO from OCP 4.6 on.
+	DefaultIgnitionVersion = "3.2.0"
+)
+
+// Name is the MachineConfig's name for a pool. The 99- prefix sorts it after the
+// platform's own MachineConfigs, as MCO recommends for additions.
+func Name(pool string) string { return "99-" + pool + "-nmoverlay" }
+
+// SupportedIgnitionVersions are the spec versions MCO accepts that this renderer emits:
+// 3.2.0 (OCP 4.6+), 3.4.0 (4.13+), 3.5.0 (4.19+). No MCO accepts 3.6.0.
+var SupportedIgnitionVersions = []string{"3.2.0", "3.4.0", "3.5.0"}
+
+// BuiltinPools exist on every cluster; others must be declared as CustomPools.
+var BuiltinPools = []string{"master", "worker"}
+
+// Options say what to render.
+type Options struct {
+	// Pools are the MachineConfigPools to render for, one MachineConfig each.
+	Pools []string
+	// CustomPools are pools besides master and worker that the administrator created. A
+	// MachineConfig for a pool that does not exist is silently ignored by MCO, so a pool
+	// name must be built in or declared here.
+	CustomPools []string
+	// IgnitionVersion of the rendered config; DefaultIgnitionVersion when empty.
+	IgnitionVersion string
+	// Layout of the overlay on the host; overlay.DefaultLayout() when zero.
+	Layout overlay.Layout
+	// SafetyOptions for the mount; overlay.SafetyOptions when nil, none when empty.
+	SafetyOptions []string
+}
+
+// Error is a validation error naming the option's field path.
+type Error struct {
+	Field  string
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Reason }
+
+var poolName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// WithDefaults fills in what is unset.
+func (o Options) WithDefaults() Options {
+	if o.IgnitionVersion == "" {
+		o.IgnitionVersion = DefaultIgnitionVersion
+	}
+	if o.Layout == (overlay.Layout{}) {
+		o.Layout = overlay.DefaultLayout()
+	}
+	if o.SafetyOptions == nil {
+		o.SafetyOptions = slices.Clone(overlay.SafetyOptions)
+	}
+	return o
+}
+
+// Validate reports the first option that cannot be rendered, with its field path.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	for i, p := range o.CustomPools {
+		if err := checkPoolName(fmt.Sprintf("customPools[%d]", i), p); err != nil {
+			return err
+		}
+	}
+	if len(o.Pools) == 0 {
+		return &Error{"pools", "no pool given (want master, worker or a declared custom pool)"}
+	}
+	seen := map[string]bool{}
+	for i, p := range o.Pools {
+		field := fmt.Sprintf("pools[%d]", i)
+		if err := checkPoolName(field, p); err != nil {
+			return err
+		}
+		if seen[p] {
+			return &Error{field, fmt.Sprintf("%q is listed twice", p)}
+		}
+		seen[p] = true
+		if !slices.Contains(BuiltinPools, p) && !slices.Contains(o.CustomPools, p) {
+			return &Error{field, fmt.Sprintf("%q is not master or worker and not declared as a custom pool; "+
+				"MCO silently ignores a MachineConfig for a pool that does not exist", p)}
+		}
+	}
+	if !slices.Contains(SupportedIgnitionVersions, o.IgnitionVersion) {
+		return &Error{"ignitionVersion", fmt.Sprintf("%q is not supported (want one of %v: MCO accepts 3.2.0 on OCP 4.6+, "+
+			"3.4.0 on 4.13+, 3.5.0 on 4.19+)", o.IgnitionVersion, SupportedIgnitionVersions)}
+	}
+	if err := o.Layout.Validate(); err != nil {
+		if fe, ok := err.(*overlay.FieldError); ok {
+			return &Error{"layout." + fe.Field, fmt.Sprintf("%q %s", fe.Value, fe.Reason)}
+		}
+		return &Error{"layout", err.Error()}
+	}
+	seen = map[string]bool{}
+	for i, s := range o.SafetyOptions {
+		field := fmt.Sprintf("safetyOptions[%d]", i)
+		if !slices.Contains(overlay.SafetyOptions, s) {
+			return &Error{field, fmt.Sprintf("%q is not one of %v", s, overlay.SafetyOptions)}
+		}
+		if seen[s] {
+			return &Error{field, fmt.Sprintf("%q is listed twice", s)}
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+func checkPoolName(field, p string) error {
+	if len(p) > 63 || !poolName.MatchString(p) {
+		return &Error{field, fmt.Sprintf("%q is not a valid pool name (lowercase letters, digits and '-', at most 63)", p)}
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package machineconfigs
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/coreos/ignition/v2/config/v3_2/types"
+	"github.com/coreos/vcontext/report"
+	"github.com/vincent-petithory/dataurl"
+	"sigs.k8s.io/yaml"
+
+	v3_2 "github.com/coreos/ignition/v2/config/v3_2"
+	v3_4 "github.com/coreos/ignition/v2/config/v3_4"
+	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
+)
+
+// MachineConfig is the part of machineconfiguration.openshift.io/v1 MachineConfig this
+// project writes. A local type: github.com/openshift/api is heavy and untagged.
+type MachineConfig struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   ObjectMeta        `json:"metadata"`
+	Spec       MachineConfigSpec `json:"spec"`
+}
+
+type ObjectMeta struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+type MachineConfigSpec struct {
+	// Config is the Ignition config, as JSON.
+	Config json.RawMessage `json:"config"`
+}
+
+// parsers validate a config of exactly their version with Ignition's own validator.
+var parsers = map[string]func([]byte) (report.Report, error){
+	"3.2.0": func(b []byte) (report.Report, error) { _, r, err := v3_2.Parse(b); return r, err },
+	"3.4.0": func(b []byte) (report.Report, error) { _, r, err := v3_4.Parse(b); return r, err },
+	"3.5.0": func(b []byte) (report.Report, error) { _, r, err := v3_5.Parse(b); return r, err },
+}
+
+// Ignition renders the Ignition config for validated options and validates it with
+// Ignition's parser for the requested version. The content is built once with the 3.2
+// types: every field used exists unchanged in 3.4 and 3.5, so only the version differs.
+func Ignition(o Options) ([]byte, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.WithDefaults()
+	cfg := types.Config{Ignition: types.Ignition{Version: o.IgnitionVersion}}
+	for _, f := range HostFiles(o) {
+		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
+			Node: types.Node{Path: f.Path, Overwrite: ptr(true), User: types.NodeUser{Name: ptr("root")}, Group: types.NodeGroup{Name: ptr("root")}},
+			FileEmbedded1: types.FileEmbedded1{
+				Contents: types.Resource{Source: ptr(dataURL(f.Contents))},
+				Mode:     ptr(int(f.Mode)),
+			},
+		})
+	}
+	for _, u := range HostUnits(o) {
+		unit := types.Unit{Name: u.Name}
+		if u.Contents != "" {
+			unit.Contents = ptr(u.Contents)
+		}
+		for _, d := range u.Dropins {
+			unit.Dropins = append(unit.Dropins, types.Dropin{Name: d.Name, Contents: ptr(d.Contents)})
+		}
+		cfg.Systemd.Units = append(cfg.Systemd.Units, unit)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rpt, err := parsers[o.IgnitionVersion](b)
+	if err != nil || rpt.IsFatal() || len(rpt.Entries) > 0 {
+		return nil, fmt.Errorf("ignition %s rejects the rendered config: %v %s", o.IgnitionVersion, err, rpt.String())
+	}
+	return b, nil
+}
+
+// Render returns one validated MachineConfig per pool, or an error and none.
+func Render(o Options) ([]MachineConfig, error) {
+	cfg, err := Ignition(o)
+	if err != nil {
+		return nil, err
+	}
+	var mcs []MachineConfig
+	for _, pool := range o.Pools {
+		mcs = append(mcs, MachineConfig{
+			APIVersion: APIVersion,
+			Kind:       Kind,
+			Metadata: ObjectMeta{
+				Name:   Name(pool),
+				Labels: map[string]string{RoleLabel: pool, ManagedByLabel: ManagedBy},
+			},
+			Spec: MachineConfigSpec{Config: cfg},
+		})
+	}
+	return mcs, nil
+}
+
+// Marshal writes MachineConfigs as multi-document YAML for `oc apply -f -`.
+func Marshal(mcs []MachineConfig) ([]byte, error) {
+	var out []byte
+	for _, mc := range mcs {
+		b, err := yaml.Marshal(mc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "---\n"...)
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// dataURL encodes contents the way Ignition decodes them: percent-encoding, never '+' for
+// a space (url.QueryEscape would corrupt every space).
+func dataURL(contents string) string {
+	return "data:," + dataurl.EscapeString(contents)
+}
+
+func ptr[T any](v T) *T { return &v }

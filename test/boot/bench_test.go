@@ -1,0 +1,91 @@
+//go:build boot
+
+package boot_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/nmoverlay/nmoverlay/test/nspawn"
+)
+
+// BenchmarkBootToNetworkManager measures what the helper costs a boot: the time from
+// systemd's start in the container to NetworkManager.service active, on the same root
+// filesystem with the MachineConfig and helper versus without (the peer), boots interleaved
+// in one run. Run with -benchtime 1x; NMOVERLAY_BENCH_BOOTS sets the boots per side.
+func BenchmarkBootToNetworkManager(b *testing.B) {
+	boots := 7
+	if v, err := strconv.Atoi(os.Getenv("NMOVERLAY_BENCH_BOOTS")); err == nil && v > 0 {
+		boots = v
+	}
+	RegisterFailHandler(func(msg string, _ ...int) { b.Fatal(msg) })
+	setup(b.TempDir())
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		plain, with := benchMachine(b, "bench-plain", false), benchMachine(b, "bench-mc", true)
+		var tPlain, tWith []time.Duration
+		for j := 0; j < boots; j++ {
+			tPlain = append(tPlain, bootToNM(b, ctx, plain))
+			tWith = append(tWith, bootToNM(b, ctx, with))
+		}
+		mp, mw := median(tPlain), median(tWith)
+		b.ReportMetric(float64(mw.Microseconds())/1000, "ms-with-helper")
+		b.ReportMetric(float64(mp.Microseconds())/1000, "ms-without")
+		b.ReportMetric(float64(mw)/float64(mp), "ratio")
+		fmt.Printf("boot to NetworkManager active, median of %d boots: with nmoverlay %v, without %v, overhead %v, ratio %.2fx\n",
+			boots, mw.Round(time.Millisecond), mp.Round(time.Millisecond), (mw - mp).Round(time.Millisecond), float64(mw)/float64(mp))
+		fmt.Printf("  with:    %v\n  without: %v\n", tWith, tPlain)
+	}
+	if fi, err := os.Stat(helper); err == nil {
+		fmt.Printf("nm-overlay binary: %d bytes (%.1f MiB, stripped, static)\n", fi.Size(), float64(fi.Size())/(1<<20))
+		b.ReportMetric(float64(fi.Size()), "helper-bytes")
+	}
+}
+
+func benchMachine(b *testing.B, name string, withMC bool) *nspawn.Machine {
+	m, err := nspawn.New(baseRootfs, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m.Close)
+	installNodeBasics(m)
+	if withMC {
+		applyMachineConfig(m, true)
+	}
+	return m
+}
+
+func bootToNM(b *testing.B, ctx context.Context, m *nspawn.Machine) time.Duration {
+	if err := m.Boot(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := m.Poweroff(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	start, err1 := m.Exec(ctx, "systemctl", "show", "-P", "UserspaceTimestampMonotonic")
+	ready, err2 := m.Exec(ctx, "systemctl", "show", "-P", "ActiveEnterTimestampMonotonic", "NetworkManager.service")
+	if err1 != nil || err2 != nil {
+		b.Fatal(err1, err2)
+	}
+	s, _ := strconv.ParseInt(trim(start), 10, 64)
+	r, _ := strconv.ParseInt(trim(ready), 10, 64)
+	if s == 0 || r <= s {
+		b.Fatalf("bad timestamps: userspace %q, NetworkManager active %q", start, ready)
+	}
+	return time.Duration(r-s) * time.Microsecond
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
