@@ -220,4 +220,3 @@ func dash(s string) string {
 	}
 	return s
 }
-
