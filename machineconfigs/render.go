@@ -68,7 +68,7 @@ func Ignition(o Options) ([]byte, error) {
 		}
 		cfg.Systemd.Units = append(cfg.Systemd.Units, unit)
 	}
-	b, err := json.Marshal(cfg)
+	b, err := compactJSON(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +118,39 @@ func Marshal(mcs []MachineConfig) ([]byte, error) {
 // a space (url.QueryEscape would corrupt every space).
 func dataURL(contents string) string {
 	return "data:," + dataurl.EscapeString(contents)
+}
+
+// compactJSON marshals v without the empty objects Ignition's generated types always emit
+// ("proxy": {}, "verification": {}), so the MachineConfig shows only what it sets.
+func compactJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	return json.Marshal(prune(tree))
+}
+
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			child = prune(child)
+			if m, ok := child.(map[string]any); ok && len(m) == 0 {
+				delete(t, k)
+				continue
+			}
+			t[k] = child
+		}
+	case []any:
+		for i := range t {
+			t[i] = prune(t[i])
+		}
+	}
+	return v
 }
 
 func ptr[T any](v T) *T { return &v }
