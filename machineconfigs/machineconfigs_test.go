@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
-	"github.com/coreos/ignition/v2/config/util"
 	"github.com/coreos/go-systemd/v22/unit"
+	"github.com/coreos/ignition/v2/config/util"
+	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
