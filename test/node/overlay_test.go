@@ -241,10 +241,24 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		Expect(c.Detail).To(ContainSubstring("/var/lib/elsewhere (from /etc/NetworkManager/conf.d/99-admin.conf)"))
 	})
 
-	It("detects a missing mount", func() {
+	It("detects a missing mount, and an overlay mounted with other layers", func() {
 		_, err := n.Run(ctx, "umount", layout.Merged())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(checkNamed(verify(), overlay.CheckMounted)).To(HaveField("OK", BeFalse()))
+
+		other := filepath.Join(n.Dir, "other-lower")
+		Expect(os.MkdirAll(other, 0o700)).To(Succeed())
+		_, err = n.Run(ctx, "mount", "-t", "overlay", "overlay", "-o",
+			"lowerdir="+other+",upperdir="+layout.Upper()+",workdir="+layout.Work(), layout.Merged())
+		Expect(err).NotTo(HaveOccurred())
+		r := verify()
+		Expect(r.OK).To(BeFalse())
+		Expect(checkNamed(r, overlay.CheckMounted).OK).To(BeTrue())
+		Expect(checkNamed(r, overlay.CheckLayers)).To(SatisfyAll(
+			HaveField("OK", BeFalse()), HaveField("Detail", ContainSubstring(`lowerdir="`+other+`"`))))
+		// reset refuses to empty layers of an overlay it does not recognise
+		_, code := helperRun("reset")
+		Expect(code).To(Equal(1))
 	})
 
 	It("refuses an upper layer that is not on tmpfs, and NetworkManager keeps the persistent dir", func() {
