@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
 			return exitDegraded
 		}
+		if !r.OK {
+			fmt.Fprintln(stderr, "nm-overlay: the overlay is ready; restart NetworkManager to use it")
+		}
 	case "verify":
 		r := overlay.Verify(ctx, l, overlay.VerifyOptions{})
 		out.report(r)

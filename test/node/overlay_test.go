@@ -299,6 +299,22 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		assertDegradedOnPersistent(n, layout, overlay.CheckMounted)
 	})
 
+	It("repairs a degraded node without a reboot: setup again, then a NetworkManager restart", func() {
+		_, err := n.Run(ctx, "rm", layout.Work())
+		Expect(err).NotTo(HaveOccurred())
+		out, code := helperRun("setup")
+		Expect(code).To(Equal(0), out)
+		r := verify()
+		Expect(checkNamed(r, overlay.CheckNMRunning)).To(SatisfyAll(
+			HaveField("OK", BeFalse()), HaveField("Detail", ContainSubstring("persist0"))),
+			"NetworkManager still runs on the persistent dir until it restarts")
+		n.StopNM()
+		Expect(n.StartNM(ctx, layout.NMEnvFile())).To(Succeed(), n.NMLog())
+		r = verify()
+		Expect(r.OK).To(BeTrue(), "%+v", r.Failed())
+		Expect(profileFile(n, "persist0")).To(Equal(filepath.Join(layout.Merged(), "persist0.nmconnection")))
+	})
+
 	It("rejects a layout it cannot use, with the field named", func() {
 		bad := filepath.Join(n.Dir, "layout.json")
 		Expect(os.WriteFile(bad, []byte(`{"lower":"/etc/NetworkManager/system-connections","runDir":"tmp/x"}`), 0o644)).To(Succeed())
