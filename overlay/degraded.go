@@ -52,5 +52,5 @@ func writeDegraded(l Layout, d Degraded) error {
 	if err := os.MkdirAll(l.RunDir, 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(l.DegradedMarker(), append(b, '\n'), 0o644)
+	return WriteFileAtomic(l.DegradedMarker(), append(b, '\n'), 0o644)
 }

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeFileAtomic replaces path with data in one rename, so a crash never leaves half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+// WriteFileAtomic replaces path with data in one rename, so a crash never leaves half a file.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

@@ -84,5 +84,5 @@ func saveManifest(path string, m Manifest) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b, 0o600)
+	return WriteFileAtomic(path, b, 0o600)
 }

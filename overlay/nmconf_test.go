@@ -4,8 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
 func TestConfigEnabled(t *testing.T) {
@@ -136,7 +137,7 @@ func TestEffectiveKeyfilePathMatchesNetworkManager(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			printed := printedKeyfilePath(string(out))
+			printed := nmhost.KeyfilePathFromPrintConfig(string(out), NMDefaultKeyfile)
 			kp, err := c.EffectiveKeyfilePath(s.tag)
 			if err != nil {
 				t.Fatal(err)
@@ -149,17 +150,4 @@ func TestEffectiveKeyfilePathMatchesNetworkManager(t *testing.T) {
 			}
 		})
 	}
-}
-
-func printedKeyfilePath(printed string) string {
-	section := ""
-	for _, line := range strings.Split(printed, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			section = line
-		} else if section == "[keyfile]" && strings.HasPrefix(line, "path=") {
-			return strings.TrimPrefix(line, "path=")
-		}
-	}
-	return NMDefaultKeyfile
 }

@@ -41,7 +41,7 @@ func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
 	if !r.OK {
 		return r, degradeWith(l, r)
 	}
-	if err := writeFileAtomic(l.NMEnvFile(), []byte(NMEnvContent()), 0o644); err != nil {
+	if err := WriteFileAtomic(l.NMEnvFile(), []byte(NMEnvContent()), 0o644); err != nil {
 		r.OK = false
 		r.Checks = append(r.Checks, Check{Name: CheckNMEnabled, Detail: err.Error()})
 		return r, degradeWith(l, r)
@@ -92,7 +92,7 @@ func mountOverlay(l Layout) error {
 func Degrade(l Layout, d Degraded) error {
 	var errs []error
 	errs = append(errs, removeIfExists(l.NMEnvFile()))
-	errs = append(errs, writeFileAtomic(l.PersistentDropInPath(), []byte(l.PersistentDropInContent()), 0o644))
+	errs = append(errs, WriteFileAtomic(l.PersistentDropInPath(), []byte(l.PersistentDropInContent()), 0o644))
 	errs = append(errs, writeDegraded(l, d))
 	return errors.Join(errs...)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
@@ -125,7 +124,7 @@ func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
 	if *out == "-" {
 		_, err = stdout.Write(yaml)
 	} else {
-		err = writeAtomic(*out, yaml)
+		err = overlay.WriteFileAtomic(*out, yaml, 0o644) // never a partial file
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "nmoverlay machineconfigs: %v\n", err)
@@ -148,21 +147,4 @@ func describe(err error) string {
 		return f + ": " + e.Error()
 	}
 	return e.Error()
-}
-
-// writeAtomic never leaves a partial file: the YAML is complete before the rename.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

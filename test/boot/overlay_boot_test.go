@@ -17,6 +17,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )
 
@@ -116,16 +117,7 @@ func nmKeyfilePath(m *nspawn.Machine) string {
 		args = append(args, "NM_CONFIG_ENABLE_TAG="+tag)
 	}
 	printed := run(m, append(args, "NetworkManager", "--print-config")...)
-	section := ""
-	for _, line := range strings.Split(printed, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			section = line
-		} else if section == "[keyfile]" && strings.HasPrefix(line, "path=") {
-			return strings.TrimPrefix(line, "path=")
-		}
-	}
-	return overlay.NMDefaultKeyfile
+	return nmhost.KeyfilePathFromPrintConfig(printed, overlay.NMDefaultKeyfile)
 }
 
 // nmEnviron is the running NetworkManager's environment.

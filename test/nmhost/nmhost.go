@@ -265,3 +265,18 @@ func waitFor(d time.Duration, ok func() bool) error {
 func (n *Node) PathInNode(path string) string {
 	return filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "root", path)
 }
+
+// KeyfilePathFromPrintConfig extracts [keyfile] path from `NetworkManager --print-config`
+// output; NetworkManager prints nothing for it when its built-in default applies.
+func KeyfilePathFromPrintConfig(printed, builtinDefault string) string {
+	section := ""
+	for _, line := range strings.Split(printed, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = line
+		} else if section == "[keyfile]" && strings.HasPrefix(line, "path=") {
+			return strings.TrimPrefix(line, "path=")
+		}
+	}
+	return builtinDefault
+}

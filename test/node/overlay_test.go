@@ -134,7 +134,7 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 			cmd := n.Command(ctx, "env", "NM_CONFIG_ENABLE_TAG="+tag, "NetworkManager", "--print-config")
 			out, err := cmd.Output()
 			Expect(err).NotTo(HaveOccurred())
-			want := nmPrintedKeyfilePath(string(out))
+			want := nmhost.KeyfilePathFromPrintConfig(string(out), overlay.NMDefaultKeyfile)
 			got, err := inNodeEffectivePath(n, tag)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got).To(Equal(want), "tag %q", tag)
@@ -340,7 +340,7 @@ func assertDegradedOnPersistent(n *nmhost.Node, layout overlay.Layout, failedChe
 
 	printed, err := n.Run(ctx, "NetworkManager", "--print-config")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(nmPrintedKeyfilePath(printed)).To(Equal(layout.Lower))
+	Expect(nmhost.KeyfilePathFromPrintConfig(printed, overlay.NMDefaultKeyfile)).To(Equal(layout.Lower))
 	Expect(profileFile(n, "persist0")).To(Equal(filepath.Join(layout.Lower, "persist0.nmconnection")))
 	Expect(waitForAddress(n, "veth0", "192.0.2.10/24")).To(Succeed())
 }
@@ -371,23 +371,6 @@ func checkNamed(r overlay.Report, name string) overlay.Check {
 // MatchFields matches a ProfileChange's change, id and interface.
 func MatchFields(change overlay.Change, id, iface string) OmegaMatcher {
 	return SatisfyAll(HaveField("Change", change), HaveField("ID", id), HaveField("Interface", iface))
-}
-
-// nmPrintedKeyfilePath extracts [keyfile] path from NetworkManager --print-config output;
-// NetworkManager prints "# path=..." (commented) when the default applies.
-func nmPrintedKeyfilePath(printed string) string {
-	section := ""
-	for _, line := range strings.Split(printed, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			section = line
-			continue
-		}
-		if section == "[keyfile]" && strings.HasPrefix(line, "path=") {
-			return strings.TrimPrefix(line, "path=")
-		}
-	}
-	return overlay.NMDefaultKeyfile
 }
 
 // inNodeEffectivePath evaluates overlay.NMConfig inside the node's view of the config dirs.
