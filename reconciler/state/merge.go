@@ -1,0 +1,222 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Source is one policy's desired state for a node.
+type Source struct {
+	Policy string
+	State  State
+}
+
+// Merged is the one desired state of a node, merged from its policies.
+type Merged struct {
+	State State
+	// Owners names, for each interface (and "routes", "dns-resolver"), the policies that set it.
+	Owners map[string][]string
+}
+
+// Conflict is a field two policies set differently, or a problem that only the merged
+// state has; it names the policies involved.
+type Conflict struct {
+	Path     string
+	Reason   string
+	Policies []string
+}
+
+func (c *Conflict) Error() string {
+	return fmt.Sprintf("%s: %s (policies %s)", c.Path, c.Reason, strings.Join(quoteAll(c.Policies), ", "))
+}
+
+// Conflicts are every conflict found while merging.
+type Conflicts []*Conflict
+
+func (c Conflicts) Error() string {
+	parts := make([]string, len(c))
+	for i, e := range c {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Merge combines the desired states of a node's policies. An interface named by several
+// policies gets the union of their fields; a field they set differently is a conflict
+// naming both. The result does not depend on the order of sources.
+func Merge(sources []Source) (Merged, error) {
+	sorted := append([]Source(nil), sources...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Policy < sorted[j].Policy })
+
+	m := Merged{Owners: map[string][]string{}}
+	var conflicts Conflicts
+	fields := map[string]map[string]json.RawMessage{} // interface -> field -> value
+	fieldOwner := map[string]map[string]string{}      // interface -> field -> policy
+	var names []string
+	for _, src := range sorted {
+		for _, it := range src.State.Interfaces {
+			if it.State == "" {
+				it.State = Up // nmstate's default: saying nothing is saying up
+			}
+			raw, err := json.Marshal(it)
+			if err != nil {
+				return Merged{}, err
+			}
+			var f map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &f); err != nil {
+				return Merged{}, err
+			}
+			if _, ok := fields[it.Name]; !ok {
+				fields[it.Name], fieldOwner[it.Name] = map[string]json.RawMessage{}, map[string]string{}
+				names = append(names, it.Name)
+			}
+			m.Owners[it.Name] = appendOnce(m.Owners[it.Name], src.Policy)
+			keys := make([]string, 0, len(f))
+			for k := range f {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				prev, ok := fields[it.Name][k]
+				switch {
+				case !ok:
+					fields[it.Name][k], fieldOwner[it.Name][k] = f[k], src.Policy
+				case !bytes.Equal(prev, f[k]):
+					conflicts = append(conflicts, &Conflict{
+						Path:     fmt.Sprintf("interfaces[name=%s].%s", it.Name, k),
+						Reason:   fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[it.Name][k], prev, src.Policy, f[k]),
+						Policies: []string{fieldOwner[it.Name][k], src.Policy},
+					})
+				}
+			}
+		}
+	}
+	for _, name := range names {
+		raw, _ := json.Marshal(fields[name])
+		var it Interface
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return Merged{}, err
+		}
+		m.State.Interfaces = append(m.State.Interfaces, it)
+	}
+
+	routeOwner := map[string]string{}
+	for _, src := range sorted {
+		if src.State.Routes == nil {
+			continue
+		}
+		for _, r := range src.State.Routes.Config {
+			if m.State.Routes == nil {
+				m.State.Routes = &Routes{}
+			}
+			key := routeKey(r)
+			if owner, dup := routeOwner[key]; dup {
+				if owner != src.Policy {
+					m.Owners["routes"] = appendOnce(m.Owners["routes"], src.Policy)
+				}
+				continue
+			}
+			opposite := r
+			opposite.State = map[string]string{"": "absent", "absent": ""}[r.State]
+			if owner, clash := routeOwner[routeKey(opposite)]; clash {
+				conflicts = append(conflicts, &Conflict{
+					Path:     "routes.config[destination=" + r.Destination + "]",
+					Reason:   fmt.Sprintf("policy %q adds the route and policy %q removes it (or the reverse)", owner, src.Policy),
+					Policies: []string{owner, src.Policy},
+				})
+				continue
+			}
+			routeOwner[key] = src.Policy
+			m.State.Routes.Config = append(m.State.Routes.Config, r)
+			m.Owners["routes"] = appendOnce(m.Owners["routes"], src.Policy)
+		}
+	}
+
+	dnsOwner := ""
+	for _, src := range sorted {
+		if src.State.DNSResolver == nil || src.State.DNSResolver.Config == nil {
+			continue
+		}
+		cfg := src.State.DNSResolver.Config
+		if m.State.DNSResolver == nil {
+			m.State.DNSResolver = &DNSResolver{Config: cfg}
+			dnsOwner = src.Policy
+			m.Owners["dns-resolver"] = []string{src.Policy}
+			continue
+		}
+		a, _ := json.Marshal(m.State.DNSResolver.Config)
+		b, _ := json.Marshal(cfg)
+		if !bytes.Equal(a, b) {
+			conflicts = append(conflicts, &Conflict{
+				Path:     "dns-resolver.config",
+				Reason:   fmt.Sprintf("policy %q sets %s, policy %q sets %s", dnsOwner, a, src.Policy, b),
+				Policies: []string{dnsOwner, src.Policy},
+			})
+			continue
+		}
+		m.Owners["dns-resolver"] = appendOnce(m.Owners["dns-resolver"], src.Policy)
+	}
+
+	// What no single policy shows: two controllers claiming one port, a VLAN on an
+	// interface another policy removes.
+	if len(conflicts) == 0 {
+		for _, e := range Validate(m.State) {
+			conflicts = append(conflicts, m.attribute(e))
+		}
+	}
+	if len(conflicts) > 0 {
+		return Merged{}, conflicts
+	}
+	return m, nil
+}
+
+var ifaceIndex = regexp.MustCompile(`interfaces\[(\d+)\]`)
+
+// attribute turns an error in the merged state into a conflict: indexes of the merged
+// list become interface names, and every policy behind an interface it mentions is named.
+func (m Merged) attribute(e *FieldError) *Conflict {
+	named := func(s string) string {
+		return ifaceIndex.ReplaceAllStringFunc(s, func(match string) string {
+			i, _ := strconv.Atoi(ifaceIndex.FindStringSubmatch(match)[1])
+			return "interfaces[name=" + m.State.Interfaces[i].Name + "]"
+		})
+	}
+	c := &Conflict{Path: named(e.Path), Reason: named(e.Reason)}
+	for name, policies := range m.Owners {
+		if strings.Contains(c.Path, "[name="+name+"]") || strings.Contains(c.Reason, strconv.Quote(name)) ||
+			strings.Contains(c.Reason, "[name="+name+"]") || strings.HasPrefix(c.Path, name) {
+			for _, p := range policies {
+				c.Policies = appendOnce(c.Policies, p)
+			}
+		}
+	}
+	sort.Strings(c.Policies)
+	return c
+}
+
+func routeKey(r Route) string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, e := range list {
+		if e == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func quoteAll(s []string) []string {
+	q := make([]string, len(s))
+	for i, e := range s {
+		q[i] = strconv.Quote(e)
+	}
+	return q
+}

@@ -1,0 +1,155 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, doc string) State {
+	t.Helper()
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func names(its []Interface) string {
+	n := make([]string, len(its))
+	for i, it := range its {
+		n[i] = it.Name
+	}
+	return strings.Join(n, " ")
+}
+
+func TestMergeUnionAndOwners(t *testing.T) {
+	a := Source{"a-mtu", mustParse(t, `interfaces: [{name: eth1, type: ethernet, mtu: 9000}]`)}
+	b := Source{"b-ip", mustParse(t, `
+interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}}]
+routes: {config: [{destination: 198.51.100.0/24, next-hop-address: 192.0.2.254, next-hop-interface: eth1}]}
+dns-resolver: {config: {server: [192.0.2.53]}}`)}
+	c := Source{"c-same-dns", mustParse(t, `dns-resolver: {config: {server: [192.0.2.53]}}`)}
+	m1, err := Merge([]Source{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Merge([]Source{c, b, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j1, _ := json.Marshal(m1)
+	j2, _ := json.Marshal(m2)
+	if string(j1) != string(j2) {
+		t.Errorf("merge depends on source order:\n%s\n%s", j1, j2)
+	}
+	eth1 := m1.State.Interfaces[0]
+	if *eth1.MTU != 9000 || eth1.IPv4.Address[0].IP != "192.0.2.1" {
+		t.Errorf("union lost a field: %+v", eth1)
+	}
+	if got := strings.Join(m1.Owners["eth1"], ","); got != "a-mtu,b-ip" {
+		t.Errorf("owners of eth1 = %s", got)
+	}
+	if got := strings.Join(m1.Owners["dns-resolver"], ","); got != "b-ip,c-same-dns" {
+		t.Errorf("owners of dns = %s", got)
+	}
+}
+
+func TestMergeConflicts(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		a, b     string
+		path     string
+		policies string
+	}{
+		{"same field, other value",
+			`interfaces: [{name: eth1, type: ethernet, mtu: 9000}]`,
+			`interfaces: [{name: eth1, type: ethernet, mtu: 1500}]`,
+			"interfaces[name=eth1].mtu", "p1,p2"},
+		{"up and absent",
+			`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}]`,
+			`interfaces: [{name: bond0, state: absent}]`,
+			"interfaces[name=bond0].state", "p1,p2"},
+		{"dns",
+			`dns-resolver: {config: {server: [192.0.2.53]}}`,
+			`dns-resolver: {config: {server: [192.0.2.54]}}`,
+			"dns-resolver.config", "p1,p2"},
+		{"route added and removed",
+			`routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1}]}`,
+			`routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1, state: absent}]}`,
+			"routes.config[destination=10.0.0.0/8]", "p1,p2"},
+		{"one port, two controllers",
+			`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}]`,
+			`interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1}]}}]`,
+			"interfaces[name=br0].bridge.port", "p1,p2"},
+		{"vlan on a base another policy removes",
+			`interfaces: [{name: bond0, state: absent}]`,
+			`interfaces: [{name: bond0.5, type: vlan, vlan: {id: 5, base-iface: bond0}}]`,
+			"interfaces[name=bond0.5].vlan.base-iface", "p1,p2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Merge([]Source{{"p1", mustParse(t, tc.a)}, {"p2", mustParse(t, tc.b)}})
+			var cs Conflicts
+			if !errors.As(err, &cs) || len(cs) == 0 {
+				t.Fatalf("want conflicts, got %v", err)
+			}
+			if cs[0].Path != tc.path || strings.Join(cs[0].Policies, ",") != tc.policies {
+				t.Errorf("got %v, want path %s and policies %s", err, tc.path, tc.policies)
+			}
+			if !strings.Contains(err.Error(), `"p1"`) || !strings.Contains(err.Error(), `"p2"`) {
+				t.Errorf("the message must name both policies: %v", err)
+			}
+		})
+	}
+}
+
+func TestOrder(t *testing.T) {
+	// Named against their dependencies: a VLAN policy "a-vlan" on a bond from "z-bond",
+	// a bridge "a-br" over that VLAN, a VRF enslaving the bridge.
+	vlan := Source{"a-vlan", mustParse(t, `interfaces: [{name: bond0.10, type: vlan, vlan: {id: 10, base-iface: bond0}}]`)}
+	bridge := Source{"a-br", mustParse(t, `interfaces: [{name: br10, type: linux-bridge, bridge: {port: [{name: bond0.10}]}}]`)}
+	vrf := Source{"b-vrf", mustParse(t, `interfaces: [{name: avrf, type: vrf, vrf: {port: [br10], route-table-id: 10}}]`)}
+	bond := Source{"z-bond", mustParse(t, `interfaces: [{name: bond0, type: bond, link-aggregation: {mode: 802.3ad, port: [eth1, eth2]}}, {name: eth1, type: ethernet}, {name: eth2, type: ethernet}]`)}
+	m, err := Merge([]Source{vlan, bridge, vrf, bond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordered, err := Order(m.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(ordered)
+	pos := map[string]int{}
+	for i, it := range ordered {
+		pos[it.Name] = i
+	}
+	for _, before := range [][2]string{{"bond0", "eth1"}, {"bond0", "eth2"}, {"bond0", "bond0.10"}, {"br10", "bond0.10"}, {"avrf", "br10"}} {
+		if pos[before[0]] > pos[before[1]] {
+			t.Errorf("%s must come before %s: %s", before[0], before[1], got)
+		}
+	}
+	if want := "avrf bond0 br10 bond0.10 eth1 eth2"; got != want {
+		t.Errorf("order %q, want %q", got, want)
+	}
+
+	removal := mustParse(t, `interfaces: [{name: bond0, state: absent}, {name: bond0.10, state: absent}, {name: eth9, type: ethernet}]`)
+	removal.Interfaces[1].VLAN = &VLANConfig{ID: 10, BaseIface: "bond0"} // as known from the current state
+	ordered, err = Order(removal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(ordered); got != "bond0.10 bond0 eth9" {
+		t.Errorf("removals: %q, want the VLAN removed before its bond, then the rest", got)
+	}
+}
+
+func TestOrderCycle(t *testing.T) {
+	s := State{Interfaces: []Interface{
+		{Name: "v1", Type: VLAN, VLAN: &VLANConfig{ID: 1, BaseIface: "v2"}},
+		{Name: "v2", Type: VLAN, VLAN: &VLANConfig{ID: 2, BaseIface: "v1"}},
+	}}
+	if _, err := Order(s); err == nil || !strings.Contains(err.Error(), "v1, v2") {
+		t.Errorf("cycle not reported: %v", err)
+	}
+}

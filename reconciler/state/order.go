@@ -1,0 +1,105 @@
+package state
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Order returns the interfaces of s in the order to apply them: first the removals, each
+// before what it depends on; then the rest, each after what it depends on (a VLAN after its
+// base interface, a port after its controller, a VRF before its ports). Ties go by name, so
+// the order depends on the state alone, never on policy names.
+func Order(s State) ([]Interface, error) {
+	byName := map[string]Interface{}
+	for _, it := range s.Interfaces {
+		byName[it.Name] = it
+	}
+	// deps[x] are the interfaces x needs before it exists.
+	deps := map[string][]string{}
+	for _, it := range s.Interfaces {
+		switch {
+		case it.VLAN != nil:
+			deps[it.Name] = append(deps[it.Name], it.VLAN.BaseIface)
+		case it.MACVLAN != nil:
+			deps[it.Name] = append(deps[it.Name], it.MACVLAN.BaseIface)
+		case it.VXLAN != nil && it.VXLAN.BaseIface != "":
+			deps[it.Name] = append(deps[it.Name], it.VXLAN.BaseIface)
+		}
+		for _, port := range it.portNames() {
+			deps[port] = append(deps[port], it.Name)
+		}
+	}
+	var present, absent []string
+	for _, it := range s.Interfaces {
+		if it.State == Absent {
+			absent = append(absent, it.Name)
+		} else {
+			present = append(present, it.Name)
+		}
+	}
+	removeOrder, err := topo(absent, deps)
+	if err != nil {
+		return nil, err
+	}
+	// Remove dependents first: the reverse of the creation order.
+	for i, j := 0, len(removeOrder)-1; i < j; i, j = i+1, j-1 {
+		removeOrder[i], removeOrder[j] = removeOrder[j], removeOrder[i]
+	}
+	applyOrder, err := topo(present, deps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Interface, 0, len(s.Interfaces))
+	for _, n := range append(removeOrder, applyOrder...) {
+		out = append(out, byName[n])
+	}
+	return out, nil
+}
+
+// topo sorts names so that each comes after its deps among names (Kahn, ties by name).
+func topo(names []string, deps map[string][]string) ([]string, error) {
+	in := map[string]bool{}
+	for _, n := range names {
+		in[n] = true
+	}
+	pending := map[string]int{}
+	dependents := map[string][]string{}
+	for _, n := range names {
+		for _, d := range deps[n] {
+			if in[d] && d != n {
+				pending[n]++
+				dependents[d] = append(dependents[d], n)
+			}
+		}
+	}
+	var ready, out []string
+	for _, n := range names {
+		if pending[n] == 0 {
+			ready = append(ready, n)
+		}
+	}
+	sort.Strings(ready)
+	for len(ready) > 0 {
+		n := ready[0]
+		ready = ready[1:]
+		out = append(out, n)
+		for _, m := range dependents[n] {
+			if pending[m]--; pending[m] == 0 {
+				ready = append(ready, m)
+				sort.Strings(ready)
+			}
+		}
+	}
+	if len(out) < len(names) {
+		var cycle []string
+		for _, n := range names {
+			if pending[n] > 0 {
+				cycle = append(cycle, n)
+			}
+		}
+		sort.Strings(cycle)
+		return nil, fmt.Errorf("interfaces %s depend on each other in a cycle (base interfaces and controllers)", strings.Join(cycle, ", "))
+	}
+	return out, nil
+}

@@ -1,0 +1,679 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Parse reads a desiredState (YAML or JSON) and validates it. The error, if any, is an
+// Errors listing every problem with its field path; unknown and unsupported keys are
+// errors, never dropped.
+func Parse(doc []byte) (State, error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return State{}, nil
+	}
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return State{}, Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return State{}, Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
+	}
+	d := &decoder{}
+	s := d.state(tree)
+	if len(d.errs) == 0 {
+		d.errs = append(d.errs, Validate(s)...)
+	}
+	if len(d.errs) > 0 {
+		return State{}, d.errs
+	}
+	return s, nil
+}
+
+// ParseObject validates an already decoded desiredState (for example a
+// runtime.RawExtension's JSON).
+func ParseObject(raw json.RawMessage) (State, error) { return Parse(raw) }
+
+type decoder struct{ errs Errors }
+
+func (d *decoder) fail(path, format string, args ...any) {
+	d.errs = append(d.errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+}
+
+// object checks v is a mapping with only the allowed keys; unsupported keys get their own reason.
+func (d *decoder) object(path string, v any, allowed []string, unsupported map[string]string) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "must be a mapping, got %s", describe(v))
+		return nil, false
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if slices.Contains(allowed, k) {
+			continue
+		}
+		if why, ok := unsupported[k]; ok {
+			d.fail(join(path, k), "not supported by nmoverlay: %s", why)
+			continue
+		}
+		d.fail(join(path, k), "unknown field (known here: %s)", strings.Join(allowed, ", "))
+	}
+	return m, true
+}
+
+func (d *decoder) list(path string, v any) []any {
+	l, ok := v.([]any)
+	if !ok {
+		d.fail(path, "must be a list, got %s", describe(v))
+	}
+	return l
+}
+
+func (d *decoder) str(path string, v any) string {
+	s, ok := v.(string)
+	if !ok {
+		d.fail(path, "must be a string, got %s", describe(v))
+	}
+	return s
+}
+
+func (d *decoder) boolean(path string, v any) *bool {
+	b, ok := v.(bool)
+	if !ok {
+		d.fail(path, "must be true or false, got %s", describe(v))
+		return nil
+	}
+	return &b
+}
+
+// integer reads an integer in [min, max].
+func (d *decoder) integer(path string, v any, min, max int64) *int {
+	n, ok := v.(json.Number)
+	if !ok {
+		d.fail(path, "must be an integer, got %s", describe(v))
+		return nil
+	}
+	i, err := n.Int64()
+	if err != nil {
+		d.fail(path, "must be an integer, got %s", n)
+		return nil
+	}
+	if i < min || i > max {
+		d.fail(path, "%d is out of range %d..%d", i, min, max)
+		return nil
+	}
+	r := int(i)
+	return &r
+}
+
+// scalar reads a string, number or boolean as text (bond options are written all three ways).
+func (d *decoder) scalar(path string, v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case json.Number:
+		return t.String()
+	case bool:
+		return fmt.Sprint(t)
+	}
+	d.fail(path, "must be a string, number or boolean, got %s", describe(v))
+	return ""
+}
+
+func (d *decoder) strings(path string, v any) []string {
+	var out []string
+	for i, e := range d.list(path, v) {
+		out = append(out, d.str(index(path, i), e))
+	}
+	return out
+}
+
+var unsupportedTop = map[string]string{
+	"route-rules": "policy routing rules are not applied yet",
+	"hostname":    "the hostname is not network state nmoverlay manages",
+	"ovs-db":      "Open vSwitch is not supported",
+	"ovn":         "OVN bridge mappings are not supported",
+	"dispatch":    "dispatch scripts are not supported",
+}
+
+func (d *decoder) state(v any) State {
+	var s State
+	if v == nil {
+		return s
+	}
+	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "dns-resolver"}, unsupportedTop)
+	if !ok {
+		return s
+	}
+	if v, ok := m["interfaces"]; ok {
+		for i, e := range d.list("interfaces", v) {
+			s.Interfaces = append(s.Interfaces, d.iface(index("interfaces", i), e))
+		}
+	}
+	if v, ok := m["routes"]; ok {
+		s.Routes = d.routes(v)
+	}
+	if v, ok := m["dns-resolver"]; ok {
+		s.DNSResolver = d.dns(v)
+	}
+	return s
+}
+
+var ifaceKeys = []string{"name", "type", "state", "description", "mtu", "mac-address", "ipv4", "ipv6", "lldp",
+	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth"}
+
+var unsupportedIface = map[string]string{
+	"ethtool":                  "ethtool settings are not applied yet",
+	"ovs-db":                   "Open vSwitch is not supported",
+	"802.1x":                   "802.1X is not supported",
+	"sr-ov":                    "SR-IOV is configured by the SR-IOV operator",
+	"ethernet":                 "ethernet settings (speed, duplex, sr-iov) are not applied yet",
+	"dispatch":                 "dispatch scripts are not supported",
+	"accept-all-mac-addresses": "not applied yet",
+	"copy-mac-from":            "not applied yet",
+	"controller":               "name the port in its controller's port list instead",
+	"profile-name":             "profile names are chosen by nmoverlay",
+	"identifier":               "matching interfaces by MAC address is not supported yet",
+	"min-mtu":                  "current state only",
+	"max-mtu":                  "current state only",
+	"permanent-mac-address":    "current state only",
+	"wait-ip":                  "not applied yet",
+	"ipvlan":                   "ipvlan is not supported",
+	"infiniband":               "InfiniBand is not supported",
+	"team":                     "team is not supported",
+	"bridge-vlan":              "not applied yet",
+}
+
+func (d *decoder) iface(path string, v any) Interface {
+	var it Interface
+	m, ok := d.object(path, v, ifaceKeys, unsupportedIface)
+	if !ok {
+		return it
+	}
+	if v, ok := m["name"]; ok {
+		it.Name = d.str(join(path, "name"), v)
+	} else {
+		d.fail(join(path, "name"), "required")
+	}
+	if v, ok := m["type"]; ok {
+		t := d.str(join(path, "type"), v)
+		switch {
+		case slices.Contains(SupportedTypes, InterfaceType(t)):
+			it.Type = InterfaceType(t)
+		case slices.Contains(knownUnsupportedTypes, t):
+			d.fail(join(path, "type"), "%q is not supported by nmoverlay (supported: %s)", t, typeList())
+		case t != "":
+			d.fail(join(path, "type"), "unknown interface type %q (supported: %s)", t, typeList())
+		}
+	}
+	if v, ok := m["state"]; ok {
+		st := d.str(join(path, "state"), v)
+		switch InterfaceState(st) {
+		case Up, Down, Absent:
+			it.State = InterfaceState(st)
+		default:
+			d.fail(join(path, "state"), "%q is not one of up, down, absent", st)
+		}
+	}
+	if v, ok := m["description"]; ok {
+		s := d.str(join(path, "description"), v)
+		it.Description = &s
+	}
+	if v, ok := m["mtu"]; ok {
+		it.MTU = d.integer(join(path, "mtu"), v, 68, 65535)
+	}
+	if v, ok := m["mac-address"]; ok {
+		s := d.str(join(path, "mac-address"), v)
+		it.MACAddress = &s
+	}
+	if v, ok := m["ipv4"]; ok {
+		it.IPv4 = d.ip(join(path, "ipv4"), v, false)
+	}
+	if v, ok := m["ipv6"]; ok {
+		it.IPv6 = d.ip(join(path, "ipv6"), v, true)
+	}
+	if v, ok := m["lldp"]; ok {
+		if lm, ok := d.object(join(path, "lldp"), v, []string{"enabled"}, map[string]string{"neighbors": "current state only"}); ok {
+			it.LLDP = &LLDP{}
+			if v, ok := lm["enabled"]; ok {
+				it.LLDP.Enabled = d.boolean(join(path, "lldp.enabled"), v)
+			}
+		}
+	}
+	if v, ok := m["link-aggregation"]; ok {
+		it.LinkAggregation = d.bond(join(path, "link-aggregation"), v)
+	}
+	if v, ok := m["vlan"]; ok {
+		it.VLAN = d.vlan(join(path, "vlan"), v)
+	}
+	if v, ok := m["bridge"]; ok {
+		it.Bridge = d.bridge(join(path, "bridge"), v)
+	}
+	if v, ok := m["vrf"]; ok {
+		it.VRF = d.vrf(join(path, "vrf"), v)
+	}
+	if v, ok := m["mac-vlan"]; ok {
+		it.MACVLAN = d.macvlan(join(path, "mac-vlan"), v)
+	}
+	if v, ok := m["vxlan"]; ok {
+		it.VXLAN = d.vxlan(join(path, "vxlan"), v)
+	}
+	if v, ok := m["veth"]; ok {
+		if vm, ok := d.object(join(path, "veth"), v, []string{"peer"}, nil); ok {
+			it.Veth = &VethConfig{}
+			if p, ok := vm["peer"]; ok {
+				it.Veth.Peer = d.str(join(path, "veth.peer"), p)
+			} else {
+				d.fail(join(path, "veth.peer"), "required")
+			}
+		}
+	}
+	it.Type = it.inferType()
+	return it
+}
+
+func (d *decoder) ip(path string, v any, v6 bool) *IPConfig {
+	keys := []string{"enabled", "dhcp", "address", "auto-dns", "auto-gateway", "auto-routes"}
+	unsupported := map[string]string{
+		"auto-route-table-id": "not applied yet", "auto-route-metric": "not applied yet",
+		"dhcp-client-id": "not applied yet", "dhcp-duid": "not applied yet", "dhcp-send-hostname": "not applied yet",
+		"dhcp-custom-hostname": "not applied yet", "addr-gen-mode": "not applied yet", "token": "not applied yet",
+		"allow-extra-address": "not applied yet", "dhcp-timeout": "not applied yet", "autoconf-timeout": "not applied yet",
+		"map-to-ipv4": "not applied yet", "forwarding": "not applied yet",
+	}
+	if v6 {
+		keys = append(keys, "autoconf")
+	} else {
+		unsupported["autoconf"] = "autoconf is IPv6 router advertisement; it has no meaning under ipv4"
+	}
+	m, ok := d.object(path, v, keys, unsupported)
+	if !ok {
+		return nil
+	}
+	c := &IPConfig{}
+	for _, f := range []struct {
+		key string
+		dst **bool
+	}{{"enabled", &c.Enabled}, {"dhcp", &c.DHCP}, {"autoconf", &c.Autoconf},
+		{"auto-dns", &c.AutoDNS}, {"auto-gateway", &c.AutoGateway}, {"auto-routes", &c.AutoRoutes}} {
+		if v, ok := m[f.key]; ok {
+			*f.dst = d.boolean(join(path, f.key), v)
+		}
+	}
+	if v, ok := m["address"]; ok {
+		maxPrefix := int64(32)
+		if v6 {
+			maxPrefix = 128
+		}
+		for i, e := range d.list(join(path, "address"), v) {
+			p := index(join(path, "address"), i)
+			am, ok := d.object(p, e, []string{"ip", "prefix-length"}, map[string]string{"valid-life-time": "current state only", "preferred-life-time": "current state only"})
+			if !ok {
+				continue
+			}
+			a := Address{}
+			if v, ok := am["ip"]; ok {
+				a.IP = d.str(join(p, "ip"), v)
+			} else {
+				d.fail(join(p, "ip"), "required")
+			}
+			if v, ok := am["prefix-length"]; ok {
+				if n := d.integer(join(p, "prefix-length"), v, 0, maxPrefix); n != nil {
+					a.PrefixLength = *n
+				}
+			} else {
+				d.fail(join(p, "prefix-length"), "required")
+			}
+			c.Address = append(c.Address, a)
+		}
+	}
+	return c
+}
+
+func (d *decoder) bond(path string, v any) *BondConfig {
+	m, ok := d.object(path, v, []string{"mode", "options", "port", "ports"}, map[string]string{"ports-config": "not applied yet"})
+	if !ok {
+		return nil
+	}
+	b := &BondConfig{Port: []string{}}
+	if v, ok := m["mode"]; ok {
+		b.Mode = BondMode(d.str(join(path, "mode"), v))
+	} else {
+		d.fail(join(path, "mode"), "required")
+	}
+	if v, ok := m["options"]; ok {
+		if om, ok := v.(map[string]any); ok {
+			b.Options = map[string]string{}
+			keys := make([]string, 0, len(om))
+			for k := range om {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				b.Options[k] = d.scalar(join(path, "options."+k), om[k])
+			}
+		} else {
+			d.fail(join(path, "options"), "must be a mapping, got %s", describe(v))
+		}
+	}
+	b.Port = d.ports(path, m)
+	return b
+}
+
+// ports reads port (nmstate's name) or ports (its alias); one of them, not both.
+func (d *decoder) ports(path string, m map[string]any) []string {
+	key := "port"
+	v, ok := m["port"]
+	if pv, has := m["ports"]; has {
+		if ok {
+			d.fail(join(path, "ports"), "give port or ports, not both")
+		}
+		key, v, ok = "ports", pv, true
+	}
+	if !ok {
+		return []string{}
+	}
+	out := d.strings(join(path, key), v)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func (d *decoder) vlan(path string, v any) *VLANConfig {
+	m, ok := d.object(path, v, []string{"id", "base-iface"}, map[string]string{"protocol": "802.1ad is not applied yet", "reorder-headers": "not applied yet", "loose-binding": "not applied yet", "registration-protocol": "not applied yet"})
+	if !ok {
+		return nil
+	}
+	c := &VLANConfig{}
+	if v, ok := m["id"]; ok {
+		if n := d.integer(join(path, "id"), v, 1, 4094); n != nil {
+			c.ID = *n
+		}
+	} else {
+		d.fail(join(path, "id"), "required")
+	}
+	if v, ok := m["base-iface"]; ok {
+		c.BaseIface = d.str(join(path, "base-iface"), v)
+	} else {
+		d.fail(join(path, "base-iface"), "required")
+	}
+	return c
+}
+
+func (d *decoder) bridge(path string, v any) *BridgeConfig {
+	m, ok := d.object(path, v, []string{"options", "port", "ports"}, nil)
+	if !ok {
+		return nil
+	}
+	b := &BridgeConfig{Port: []BridgePort{}}
+	if v, ok := m["options"]; ok {
+		om, ok := d.object(join(path, "options"), v, []string{"stp"}, map[string]string{
+			"group-forward-mask": "not applied yet", "mac-ageing-time": "not applied yet", "multicast-snooping": "not applied yet",
+			"vlan-protocol": "not applied yet", "hash-max": "not applied yet", "group-addr": "not applied yet"})
+		if ok {
+			b.Options = &BridgeOptions{}
+			if v, ok := om["stp"]; ok {
+				sp := join(path, "options.stp")
+				if sm, ok := d.object(sp, v, []string{"enabled"}, map[string]string{"forward-delay": "not applied yet", "hello-time": "not applied yet", "max-age": "not applied yet", "priority": "not applied yet"}); ok {
+					b.Options.STP = &STP{}
+					if v, ok := sm["enabled"]; ok {
+						b.Options.STP.Enabled = d.boolean(join(sp, "enabled"), v)
+					}
+				}
+			}
+		}
+	}
+	key := "port"
+	pv, ok := m["port"]
+	if alt, has := m["ports"]; has {
+		if ok {
+			d.fail(join(path, "ports"), "give port or ports, not both")
+		}
+		key, pv, ok = "ports", alt, true
+	}
+	if ok {
+		for i, e := range d.list(join(path, key), pv) {
+			b.Port = append(b.Port, d.bridgePort(index(join(path, key), i), e))
+		}
+	}
+	return b
+}
+
+func (d *decoder) bridgePort(path string, v any) BridgePort {
+	var p BridgePort
+	m, ok := d.object(path, v, []string{"name", "vlan"}, map[string]string{"stp-hairpin-mode": "not applied yet", "stp-path-cost": "not applied yet", "stp-priority": "not applied yet"})
+	if !ok {
+		return p
+	}
+	if v, ok := m["name"]; ok {
+		p.Name = d.str(join(path, "name"), v)
+	} else {
+		d.fail(join(path, "name"), "required")
+	}
+	if v, ok := m["vlan"]; ok {
+		vp := join(path, "vlan")
+		vm, ok := d.object(vp, v, []string{"mode", "tag", "enable-native", "trunk-tags"}, nil)
+		if !ok {
+			return p
+		}
+		p.VLAN = &BridgeVLAN{}
+		if v, ok := vm["mode"]; ok {
+			p.VLAN.Mode = d.str(join(vp, "mode"), v)
+		}
+		if v, ok := vm["tag"]; ok {
+			p.VLAN.Tag = d.integer(join(vp, "tag"), v, 1, 4094)
+		}
+		if v, ok := vm["enable-native"]; ok {
+			p.VLAN.EnableNative = d.boolean(join(vp, "enable-native"), v)
+		}
+		if v, ok := vm["trunk-tags"]; ok {
+			for i, e := range d.list(join(vp, "trunk-tags"), v) {
+				tp := index(join(vp, "trunk-tags"), i)
+				tm, ok := d.object(tp, e, []string{"id", "id-range"}, nil)
+				if !ok {
+					continue
+				}
+				var t TrunkTag
+				if v, ok := tm["id"]; ok {
+					t.ID = d.integer(join(tp, "id"), v, 1, 4094)
+				}
+				if v, ok := tm["id-range"]; ok {
+					if rm, ok := d.object(join(tp, "id-range"), v, []string{"min", "max"}, nil); ok {
+						r := &IDRange{}
+						for _, f := range []struct {
+							key string
+							dst *int
+						}{{"min", &r.Min}, {"max", &r.Max}} {
+							if v, ok := rm[f.key]; ok {
+								if n := d.integer(join(tp, "id-range."+f.key), v, 1, 4094); n != nil {
+									*f.dst = *n
+								}
+							} else {
+								d.fail(join(tp, "id-range."+f.key), "required")
+							}
+						}
+						t.IDRange = r
+					}
+				}
+				p.VLAN.TrunkTags = append(p.VLAN.TrunkTags, t)
+			}
+		}
+	}
+	return p
+}
+
+func (d *decoder) vrf(path string, v any) *VRFConfig {
+	m, ok := d.object(path, v, []string{"port", "ports", "route-table-id"}, nil)
+	if !ok {
+		return nil
+	}
+	c := &VRFConfig{Port: d.ports(path, m)}
+	if v, ok := m["route-table-id"]; ok {
+		if n := d.integer(join(path, "route-table-id"), v, 1, math.MaxUint32); n != nil {
+			c.RouteTableID = *n
+		}
+	} else {
+		d.fail(join(path, "route-table-id"), "required")
+	}
+	return c
+}
+
+func (d *decoder) macvlan(path string, v any) *MACVLANConfig {
+	m, ok := d.object(path, v, []string{"base-iface", "mode", "promiscuous"}, nil)
+	if !ok {
+		return nil
+	}
+	c := &MACVLANConfig{}
+	if v, ok := m["base-iface"]; ok {
+		c.BaseIface = d.str(join(path, "base-iface"), v)
+	} else {
+		d.fail(join(path, "base-iface"), "required")
+	}
+	if v, ok := m["mode"]; ok {
+		c.Mode = d.str(join(path, "mode"), v)
+	} else {
+		d.fail(join(path, "mode"), "required")
+	}
+	if v, ok := m["promiscuous"]; ok {
+		c.Promiscuous = d.boolean(join(path, "promiscuous"), v)
+	}
+	return c
+}
+
+func (d *decoder) vxlan(path string, v any) *VXLANConfig {
+	m, ok := d.object(path, v, []string{"id", "base-iface", "remote", "local", "destination-port"}, map[string]string{"learning": "not applied yet"})
+	if !ok {
+		return nil
+	}
+	c := &VXLANConfig{}
+	if v, ok := m["id"]; ok {
+		if n := d.integer(join(path, "id"), v, 0, 16777215); n != nil {
+			c.ID = *n
+		}
+	} else {
+		d.fail(join(path, "id"), "required")
+	}
+	if v, ok := m["base-iface"]; ok {
+		c.BaseIface = d.str(join(path, "base-iface"), v)
+	}
+	if v, ok := m["remote"]; ok {
+		c.Remote = d.str(join(path, "remote"), v)
+	}
+	if v, ok := m["local"]; ok {
+		c.Local = d.str(join(path, "local"), v)
+	}
+	if v, ok := m["destination-port"]; ok {
+		c.DestinationPort = d.integer(join(path, "destination-port"), v, 1, 65535)
+	}
+	return c
+}
+
+func (d *decoder) routes(v any) *Routes {
+	m, ok := d.object("routes", v, []string{"config"}, map[string]string{"running": "routes.running is current state; desired routes go in routes.config"})
+	if !ok {
+		return nil
+	}
+	r := &Routes{}
+	if v, ok := m["config"]; ok {
+		for i, e := range d.list("routes.config", v) {
+			p := index("routes.config", i)
+			rm, ok := d.object(p, e, []string{"destination", "next-hop-address", "next-hop-interface", "metric", "table-id", "state"},
+				map[string]string{"weight": "ECMP weights are not applied yet", "route-type": "not applied yet", "cwnd": "not applied yet",
+					"source": "not applied yet", "initcwnd": "not applied yet", "initrwnd": "not applied yet", "mtu": "not applied yet",
+					"quickack": "not applied yet", "advmss": "not applied yet", "vrf-name": "not applied yet"})
+			if !ok {
+				continue
+			}
+			var rt Route
+			if v, ok := rm["destination"]; ok {
+				rt.Destination = d.str(join(p, "destination"), v)
+			}
+			if v, ok := rm["next-hop-address"]; ok {
+				rt.NextHopAddress = d.str(join(p, "next-hop-address"), v)
+			}
+			if v, ok := rm["next-hop-interface"]; ok {
+				rt.NextHopInterface = d.str(join(p, "next-hop-interface"), v)
+			}
+			if v, ok := rm["metric"]; ok {
+				rt.Metric = d.integer(join(p, "metric"), v, 0, math.MaxUint32)
+			}
+			if v, ok := rm["table-id"]; ok {
+				rt.TableID = d.integer(join(p, "table-id"), v, 0, math.MaxUint32)
+			}
+			if v, ok := rm["state"]; ok {
+				rt.State = d.str(join(p, "state"), v)
+				if rt.State != "absent" {
+					d.fail(join(p, "state"), "%q: the only route state is absent", rt.State)
+				}
+			}
+			r.Config = append(r.Config, rt)
+		}
+	}
+	return r
+}
+
+func (d *decoder) dns(v any) *DNSResolver {
+	m, ok := d.object("dns-resolver", v, []string{"config"}, map[string]string{"running": "dns-resolver.running is current state; desired DNS goes in dns-resolver.config"})
+	if !ok {
+		return nil
+	}
+	r := &DNSResolver{}
+	if v, ok := m["config"]; ok {
+		cm, ok := d.object("dns-resolver.config", v, []string{"server", "search"}, map[string]string{"options": "resolver options are not applied yet"})
+		if ok {
+			r.Config = &DNSConfig{}
+			if v, ok := cm["server"]; ok {
+				r.Config.Server = d.strings("dns-resolver.config.server", v)
+			}
+			if v, ok := cm["search"]; ok {
+				r.Config.Search = d.strings("dns-resolver.config.search", v)
+			}
+		}
+	}
+	return r
+}
+
+func typeList() string {
+	s := make([]string, len(SupportedTypes))
+	for i, t := range SupportedTypes {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
+
+func join(path, key string) string { return path + "." + key }
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+func describe(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("the string %q", t)
+	case json.Number:
+		return "the number " + t.String()
+	case bool:
+		return fmt.Sprintf("%v", t)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,292 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Policies as administrators write them for kubernetes-nmstate (its user guide's
+// examples and common day-2 shapes): each must parse unchanged.
+var validDocs = map[string]string{
+	"bond with vlan": `
+interfaces:
+- name: bond0
+  type: bond
+  state: up
+  ipv4:
+    enabled: false
+  link-aggregation:
+    mode: active-backup
+    options:
+      miimon: '140'
+    port:
+    - eth1
+    - eth2
+- name: bond0.102
+  type: vlan
+  state: up
+  ipv4:
+    address:
+    - ip: 10.10.10.2
+      prefix-length: 24
+    dhcp: false
+    enabled: true
+  vlan:
+    base-iface: bond0
+    id: 102
+`,
+	"linux bridge": `
+interfaces:
+- name: br1
+  type: linux-bridge
+  state: up
+  ipv4:
+    dhcp: true
+    enabled: true
+  bridge:
+    options:
+      stp:
+        enabled: false
+    port:
+    - name: eth1
+`,
+	"static ip, routes and dns": `
+dns-resolver:
+  config:
+    search:
+    - example.com
+    server:
+    - 8.8.8.8
+    - 2001:4860:4860::8888
+routes:
+  config:
+  - destination: 0.0.0.0/0
+    metric: 150
+    next-hop-address: 192.168.1.1
+    next-hop-interface: eth1
+    table-id: 254
+  - destination: 198.51.100.0/24
+    next-hop-interface: eth1
+    state: absent
+interfaces:
+- name: eth1
+  description: uplink
+  type: ethernet
+  state: up
+  mtu: 9000
+  ipv4:
+    address:
+    - ip: 192.168.1.20
+      prefix-length: 24
+    dhcp: false
+    enabled: true
+  ipv6:
+    enabled: true
+    autoconf: false
+    dhcp: false
+    address:
+    - ip: 2001:db8::20
+      prefix-length: 64
+  lldp:
+    enabled: true
+`,
+	"bridge trunk with ports alias": `
+interfaces:
+- name: br-trunk
+  type: linux-bridge
+  mtu: 9000
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+  bridge:
+    options: {stp: {enabled: false}}
+    ports:
+    - name: bond1
+      vlan:
+        mode: trunk
+        trunk-tags:
+        - id: 315
+        - id-range: {min: 3700, max: 3799}
+    - name: eth3
+      vlan:
+        mode: access
+        tag: 100
+`,
+	"dhcp with auto settings": `
+interfaces:
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4:
+    enabled: true
+    dhcp: true
+    auto-dns: false
+    auto-gateway: false
+    auto-routes: true
+  ipv6:
+    enabled: true
+    dhcp: true
+    autoconf: true
+`,
+	"mac-vlan, vxlan, vrf, veth, dummy": `
+interfaces:
+- name: mv0
+  type: mac-vlan
+  state: up
+  mac-vlan: {base-iface: eth1, mode: bridge, promiscuous: true}
+- name: vx0
+  type: vxlan
+  state: up
+  vxlan: {id: 100, base-iface: eth1, remote: 192.0.2.50, destination-port: 4789}
+- name: vrf0
+  type: vrf
+  state: up
+  vrf: {port: [eth2], route-table-id: 100}
+- name: veth0
+  type: veth
+  state: up
+  veth: {peer: veth0p}
+- name: dummy0
+  type: dummy
+  state: up
+  mac-address: "02:00:00:00:00:01"
+`,
+	"removal and down": `
+interfaces:
+- name: bond9
+  state: absent
+- name: eth5
+  type: ethernet
+  state: down
+`,
+	"empty": ``,
+}
+
+func TestParseValid(t *testing.T) {
+	for name, doc := range validDocs {
+		t.Run(name, func(t *testing.T) {
+			s, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Round trip: what we understood serialises back in the same schema.
+			out, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Parse(out)
+			if err != nil {
+				t.Fatalf("re-parse of %s: %v", out, err)
+			}
+			out2, _ := json.Marshal(again)
+			if string(out) != string(out2) {
+				t.Errorf("round trip changed the state:\n%s\n%s", out, out2)
+			}
+		})
+	}
+}
+
+func TestParseFields(t *testing.T) {
+	s, err := Parse([]byte(validDocs["bond with vlan"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bond, vlan := s.Interfaces[0], s.Interfaces[1]
+	if bond.LinkAggregation.Mode != "active-backup" || bond.LinkAggregation.Options["miimon"] != "140" ||
+		strings.Join(bond.LinkAggregation.Port, ",") != "eth1,eth2" || *bond.IPv4.Enabled {
+		t.Errorf("bond: %+v %+v", bond.LinkAggregation, bond.IPv4)
+	}
+	if vlan.VLAN.ID != 102 || vlan.VLAN.BaseIface != "bond0" || vlan.IPv4.Address[0] != (Address{"10.10.10.2", 24}) {
+		t.Errorf("vlan: %+v %+v", vlan.VLAN, vlan.IPv4)
+	}
+	s, _ = Parse([]byte(`interfaces: [{name: b0, link-aggregation: {mode: 802.3ad, port: [e1]}}]`))
+	if s.Interfaces[0].Type != Bond {
+		t.Errorf("type not inferred from link-aggregation: %q", s.Interfaces[0].Type)
+	}
+}
+
+// invalidDocs: each document, its expected field path and a part of the reason.
+var invalidDocs = []struct {
+	name, doc, path, reason string
+}{
+	{"not yaml", "interfaces: [", "desiredState", "not valid YAML"},
+	{"top level list", "- a\n- b", "desiredState", "must be a mapping"},
+	{"unknown top-level key", "interface: []", "desiredState.interface", "unknown field"},
+	{"unsupported top-level key", "route-rules: {config: []}", "desiredState.route-rules", "not supported by nmoverlay"},
+	{"hostname", "hostname: {config: n1}", "desiredState.hostname", "not supported"},
+	{"interfaces not a list", "interfaces: {name: eth1}", "interfaces", "must be a list"},
+	{"interface not a mapping", "interfaces: [eth1]", "interfaces[0]", "must be a mapping"},
+	{"missing name", "interfaces: [{type: ethernet}]", "interfaces[0].name", "required"},
+	{"name too long", "interfaces: [{name: averyveryverylongname, type: dummy}]", "interfaces[0].name", "longer than 15"},
+	{"name with slash", "interfaces: [{name: a/b, type: dummy}]", "interfaces[0].name", "contains '/'"},
+	{"duplicate name", "interfaces: [{name: eth1, type: ethernet}, {name: eth1, type: ethernet}]", "interfaces[1].name", "also interfaces[0]"},
+	{"unknown type", "interfaces: [{name: x, type: etherent}]", "interfaces[0].type", "unknown interface type"},
+	{"unsupported type", "interfaces: [{name: br-ex, type: ovs-bridge}]", "interfaces[0].type", "not supported by nmoverlay"},
+	{"bad state", "interfaces: [{name: eth1, type: ethernet, state: enabled}]", "interfaces[0].state", "not one of up, down, absent"},
+	{"typo in key", "interfaces: [{name: eth1, type: ethernet, ipv4: {adress: []}}]", "interfaces[0].ipv4.adress", "unknown field"},
+	{"mtu string", "interfaces: [{name: eth1, type: ethernet, mtu: big}]", "interfaces[0].mtu", "must be an integer"},
+	{"mtu out of range", "interfaces: [{name: eth1, type: ethernet, mtu: 70000}]", "interfaces[0].mtu", "70000 is out of range 68..65535"},
+	{"mac address", "interfaces: [{name: eth1, type: ethernet, mac-address: 'zz:00'}]", "interfaces[0].mac-address", "not an Ethernet MAC"},
+	{"ipv4 address not ip", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: 300.1.1.1, prefix-length: 24}]}}]", "interfaces[0].ipv4.address[0].ip", "not an IP address"},
+	{"ipv6 address under ipv4", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: '2001:db8::1', prefix-length: 24}]}}]", "interfaces[0].ipv4.address[0].ip", "not an IPv4 address"},
+	{"prefix too long", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 33}]}}]", "interfaces[0].ipv4.address[0].prefix-length", "33 is out of range 0..32"},
+	{"missing prefix", "interfaces: [{name: eth1, type: ethernet, ipv6: {enabled: true, address: [{ip: '2001:db8::1'}]}}]", "interfaces[0].ipv6.address[0].prefix-length", "required"},
+	{"dhcp while disabled", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: false, dhcp: true}}]", "interfaces[0].ipv4.dhcp", "true while enabled is false"},
+	{"autoconf under ipv4", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, autoconf: true}}]", "interfaces[0].ipv4.autoconf", "not supported"},
+	{"enabled not bool", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: 'yes please'}}]", "interfaces[0].ipv4.enabled", "must be true or false"},
+	{"vlan id out of range", "interfaces: [{name: v1, type: vlan, vlan: {id: 5000, base-iface: eth1}}]", "interfaces[0].vlan.id", "5000 is out of range 1..4094"},
+	{"vlan without base", "interfaces: [{name: v1, type: vlan, vlan: {id: 10}}]", "interfaces[0].vlan.base-iface", "required"},
+	{"vlan section on ethernet", "interfaces: [{name: eth1, type: ethernet, vlan: {id: 10, base-iface: eth0}}]", "interfaces[0].vlan", "only for type vlan"},
+	{"bond mode", "interfaces: [{name: b0, type: bond, link-aggregation: {mode: fastest, port: [eth1]}}]", "interfaces[0].link-aggregation.mode", "not a bond mode"},
+	{"bond without mode", "interfaces: [{name: b0, type: bond, link-aggregation: {port: [eth1]}}]", "interfaces[0].link-aggregation.mode", "required"},
+	{"bond port twice", "interfaces: [{name: b0, type: bond, link-aggregation: {mode: active-backup, port: [eth1, eth1]}}]", "interfaces[0].link-aggregation.port[1]", "listed twice"},
+	{"port of two controllers", "interfaces: [{name: b0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}, {name: br0, type: linux-bridge, bridge: {port: [{name: eth1}]}}]", "interfaces[1].bridge.port", "already a port of \"b0\""},
+	{"bridge port vlan tag", "interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1, vlan: {mode: access, tag: 4095}}]}}]", "interfaces[0].bridge.port[0].vlan.tag", "4095 is out of range 1..4094"},
+	{"trunk without tags", "interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1, vlan: {mode: trunk}}]}}]", "interfaces[0].bridge.port[0].vlan.trunk-tags", "required in trunk mode"},
+	{"trunk range reversed", "interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1, vlan: {mode: trunk, trunk-tags: [{id-range: {min: 20, max: 10}}]}}]}}]", "interfaces[0].bridge.port[0].vlan.trunk-tags[0].id-range", "min 20 is above max 10"},
+	{"port and ports", "interfaces: [{name: br0, type: linux-bridge, bridge: {port: [], ports: []}}]", "interfaces[0].bridge.ports", "not both"},
+	{"vrf reserved table", "interfaces: [{name: vrf0, type: vrf, vrf: {port: [eth1], route-table-id: 254}}]", "interfaces[0].vrf.route-table-id", "reserves"},
+	{"vrf without table", "interfaces: [{name: vrf0, type: vrf, vrf: {port: [eth1]}}]", "interfaces[0].vrf.route-table-id", "required"},
+	{"macvlan mode", "interfaces: [{name: mv0, type: mac-vlan, mac-vlan: {base-iface: eth1, mode: everything}}]", "interfaces[0].mac-vlan.mode", "not one of"},
+	{"vxlan id", "interfaces: [{name: vx0, type: vxlan, vxlan: {id: 16777216, remote: 192.0.2.1}}]", "interfaces[0].vxlan.id", "out of range 0..16777215"},
+	{"vxlan port", "interfaces: [{name: vx0, type: vxlan, vxlan: {id: 1, remote: 192.0.2.1, destination-port: 70000}}]", "interfaces[0].vxlan.destination-port", "out of range 1..65535"},
+	{"vxlan remote", "interfaces: [{name: vx0, type: vxlan, vxlan: {id: 1, remote: somewhere}}]", "interfaces[0].vxlan.remote", "not an IP address"},
+	{"veth self", "interfaces: [{name: v0, type: veth, veth: {peer: v0}}]", "interfaces[0].veth.peer", "cannot peer with itself"},
+	{"vlan on removed base", "interfaces: [{name: bond0, state: absent}, {name: bond0.10, type: vlan, vlan: {id: 10, base-iface: bond0}}]", "interfaces[1].vlan.base-iface", "removed by interfaces[0]"},
+	{"unsupported iface key", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {}}}]", "interfaces[0].ethtool", "not supported by nmoverlay"},
+	{"route destination", "routes: {config: [{destination: 10.0.0.0/33, next-hop-interface: eth1}]}", "routes.config[0].destination", "not a prefix"},
+	{"route host bits", "routes: {config: [{destination: 10.0.0.1/8, next-hop-interface: eth1}]}", "routes.config[0].destination", "host bits set"},
+	{"route family mismatch", "routes: {config: [{destination: 10.0.0.0/8, next-hop-address: '2001:db8::1', next-hop-interface: eth1}]}", "routes.config[0].next-hop-address", "different IP families"},
+	{"route metric negative", "routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1, metric: -1}]}", "routes.config[0].metric", "out of range"},
+	{"route without interface", "routes: {config: [{destination: 10.0.0.0/8, next-hop-address: 192.0.2.1}]}", "routes.config[0].next-hop-interface", "required"},
+	{"route state", "routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1, state: present}]}", "routes.config[0].state", "only route state is absent"},
+	{"routes running", "routes: {running: []}", "routes.running", "current state"},
+	{"dns server", "dns-resolver: {config: {server: [dns.example.com]}}", "dns-resolver.config.server[0]", "not an IP address"},
+	{"dns search", "dns-resolver: {config: {search: ['a b']}}", "dns-resolver.config.search[0]", "not a domain name"},
+}
+
+func TestParseInvalid(t *testing.T) {
+	if len(invalidDocs) < 30 {
+		t.Fatalf("only %d invalid documents", len(invalidDocs))
+	}
+	for _, tc := range invalidDocs {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.doc))
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("want field errors, got %v", err)
+			}
+			if len(s.Interfaces) != 0 || s.Routes != nil || s.DNSResolver != nil {
+				t.Errorf("a rejected document must yield nothing to apply, got %+v", s)
+			}
+			for _, e := range errs {
+				if e.Path == tc.path && strings.Contains(e.Reason, tc.reason) {
+					return
+				}
+			}
+			t.Errorf("want %s: ...%s..., got %v", tc.path, tc.reason, err)
+		})
+	}
+}

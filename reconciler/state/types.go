@@ -1,0 +1,204 @@
+// Package state is the network state model: the nmstate schema that kubernetes-nmstate
+// users write in desiredState (the subset nmoverlay supports), parsed and validated with
+// errors that name the field path, merged across the policies of one node, ordered by
+// dependency, and compared with the current state. No I/O.
+package state
+
+// State is a network state in nmstate's schema: a desired state parsed from a policy,
+// or a current state reported by a backend.
+type State struct {
+	Interfaces  []Interface  `json:"interfaces,omitempty"`
+	Routes      *Routes      `json:"routes,omitempty"`
+	DNSResolver *DNSResolver `json:"dns-resolver,omitempty"`
+}
+
+// InterfaceType is nmstate's interface type.
+type InterfaceType string
+
+const (
+	Ethernet    InterfaceType = "ethernet"
+	Bond        InterfaceType = "bond"
+	VLAN        InterfaceType = "vlan"
+	LinuxBridge InterfaceType = "linux-bridge"
+	Dummy       InterfaceType = "dummy"
+	MACVLAN     InterfaceType = "mac-vlan"
+	VXLAN       InterfaceType = "vxlan"
+	VRF         InterfaceType = "vrf"
+	Veth        InterfaceType = "veth"
+)
+
+// SupportedTypes are the interface types nmoverlay applies.
+var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, MACVLAN, VXLAN, VRF, Veth}
+
+// knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
+// error can say "not supported" rather than "unknown".
+var knownUnsupportedTypes = []string{"ovs-bridge", "ovs-interface", "infiniband", "team", "ipvlan",
+	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "mac-vtap", "wireguard", "dispatch"}
+
+// InterfaceState is what the interface should be.
+type InterfaceState string
+
+const (
+	Up     InterfaceState = "up"
+	Down   InterfaceState = "down"
+	Absent InterfaceState = "absent"
+)
+
+// Interface is one interface and its configuration. Pointers and nil slices mean "not
+// given": nmstate applies only what a desired state names.
+type Interface struct {
+	Name        string         `json:"name"`
+	Type        InterfaceType  `json:"type,omitempty"`
+	State       InterfaceState `json:"state,omitempty"`
+	Description *string        `json:"description,omitempty"`
+	MTU         *int           `json:"mtu,omitempty"`
+	MACAddress  *string        `json:"mac-address,omitempty"`
+	IPv4        *IPConfig      `json:"ipv4,omitempty"`
+	IPv6        *IPConfig      `json:"ipv6,omitempty"`
+	LLDP        *LLDP          `json:"lldp,omitempty"`
+
+	LinkAggregation *BondConfig    `json:"link-aggregation,omitempty"`
+	VLAN            *VLANConfig    `json:"vlan,omitempty"`
+	Bridge          *BridgeConfig  `json:"bridge,omitempty"`
+	VRF             *VRFConfig     `json:"vrf,omitempty"`
+	MACVLAN         *MACVLANConfig `json:"mac-vlan,omitempty"`
+	VXLAN           *VXLANConfig   `json:"vxlan,omitempty"`
+	Veth            *VethConfig    `json:"veth,omitempty"`
+}
+
+// IPConfig is an interface's ipv4 or ipv6 section.
+type IPConfig struct {
+	Enabled     *bool     `json:"enabled,omitempty"`
+	DHCP        *bool     `json:"dhcp,omitempty"`
+	Autoconf    *bool     `json:"autoconf,omitempty"` // ipv6 only
+	Address     []Address `json:"address,omitempty"`
+	AutoDNS     *bool     `json:"auto-dns,omitempty"`
+	AutoGateway *bool     `json:"auto-gateway,omitempty"`
+	AutoRoutes  *bool     `json:"auto-routes,omitempty"`
+}
+
+// Address is a static address.
+type Address struct {
+	IP           string `json:"ip"`
+	PrefixLength int    `json:"prefix-length"`
+}
+
+// LLDP is an interface's lldp section.
+type LLDP struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// BondMode is a Linux bonding mode by nmstate's name.
+type BondMode string
+
+// BondModes are the modes nmstate names.
+var BondModes = []BondMode{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
+
+// BondConfig is link-aggregation.
+type BondConfig struct {
+	Mode    BondMode          `json:"mode,omitempty"`
+	Options map[string]string `json:"options,omitempty"`
+	Port    []string          `json:"port"`
+}
+
+// VLANConfig is vlan.
+type VLANConfig struct {
+	ID        int    `json:"id"`
+	BaseIface string `json:"base-iface"`
+}
+
+// BridgeConfig is bridge (linux-bridge).
+type BridgeConfig struct {
+	Options *BridgeOptions `json:"options,omitempty"`
+	Port    []BridgePort   `json:"port"`
+}
+
+type BridgeOptions struct {
+	STP *STP `json:"stp,omitempty"`
+}
+
+type STP struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// BridgePort is a bridge port with its optional VLAN filtering.
+type BridgePort struct {
+	Name string      `json:"name"`
+	VLAN *BridgeVLAN `json:"vlan,omitempty"`
+}
+
+// BridgeVLAN is a bridge port's VLAN filtering.
+type BridgeVLAN struct {
+	Mode         string     `json:"mode,omitempty"` // access or trunk
+	Tag          *int       `json:"tag,omitempty"`
+	EnableNative *bool      `json:"enable-native,omitempty"`
+	TrunkTags    []TrunkTag `json:"trunk-tags,omitempty"`
+}
+
+// TrunkTag is one VLAN id or a range of them.
+type TrunkTag struct {
+	ID      *int     `json:"id,omitempty"`
+	IDRange *IDRange `json:"id-range,omitempty"`
+}
+
+type IDRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// VRFConfig is vrf.
+type VRFConfig struct {
+	Port         []string `json:"port"`
+	RouteTableID int      `json:"route-table-id"`
+}
+
+// MACVLANConfig is mac-vlan.
+type MACVLANConfig struct {
+	BaseIface   string `json:"base-iface"`
+	Mode        string `json:"mode"`
+	Promiscuous *bool  `json:"promiscuous,omitempty"`
+}
+
+// MACVLANModes are the modes nmstate names.
+var MACVLANModes = []string{"vepa", "bridge", "private", "passthru", "source"}
+
+// VXLANConfig is vxlan.
+type VXLANConfig struct {
+	ID              int    `json:"id"`
+	BaseIface       string `json:"base-iface,omitempty"`
+	Remote          string `json:"remote,omitempty"`
+	Local           string `json:"local,omitempty"`
+	DestinationPort *int   `json:"destination-port,omitempty"`
+}
+
+// VethConfig is veth.
+type VethConfig struct {
+	Peer string `json:"peer"`
+}
+
+// Routes is the routes section.
+type Routes struct {
+	Config  []Route `json:"config,omitempty"`
+	Running []Route `json:"running,omitempty"` // current state only
+}
+
+// Route is one route. State absent removes matching routes.
+type Route struct {
+	Destination      string `json:"destination"`
+	NextHopAddress   string `json:"next-hop-address,omitempty"`
+	NextHopInterface string `json:"next-hop-interface,omitempty"`
+	Metric           *int   `json:"metric,omitempty"`
+	TableID          *int   `json:"table-id,omitempty"`
+	State            string `json:"state,omitempty"` // "" or "absent"
+}
+
+// DNSResolver is the dns-resolver section.
+type DNSResolver struct {
+	Config  *DNSConfig `json:"config,omitempty"`
+	Running *DNSConfig `json:"running,omitempty"` // current state only
+}
+
+type DNSConfig struct {
+	Server []string `json:"server,omitempty"`
+	Search []string `json:"search,omitempty"`
+}

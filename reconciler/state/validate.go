@@ -1,0 +1,376 @@
+package state
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// inferType names the type a type-specific section implies, for interfaces given without one.
+func (it Interface) inferType() InterfaceType {
+	switch {
+	case it.Type != "":
+		return it.Type
+	case it.LinkAggregation != nil:
+		return Bond
+	case it.VLAN != nil:
+		return VLAN
+	case it.Bridge != nil:
+		return LinuxBridge
+	case it.VRF != nil:
+		return VRF
+	case it.MACVLAN != nil:
+		return MACVLAN
+	case it.VXLAN != nil:
+		return VXLAN
+	case it.Veth != nil:
+		return Veth
+	}
+	return ""
+}
+
+var bondOptionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// Validate checks what the schema alone cannot: names, addresses, sections that fit the
+// type, and references between interfaces. Parse runs it; merged states are checked again.
+func Validate(s State) Errors {
+	var errs Errors
+	fail := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+	}
+	byName := map[string]int{}
+	controllerOf := map[string]string{}
+	for i := range s.Interfaces {
+		it := s.Interfaces[i]
+		it.Type = it.inferType()
+		p := index("interfaces", i)
+		if err := checkIfname(it.Name); err != "" {
+			fail(join(p, "name"), "%q %s", it.Name, err)
+		}
+		if j, dup := byName[it.Name]; dup && it.Name != "" {
+			fail(join(p, "name"), "%q is also interfaces[%d]; name each interface once", it.Name, j)
+		}
+		byName[it.Name] = i
+		validateSections(p, it, fail)
+		if it.State == Absent {
+			continue
+		}
+		if it.MACAddress != nil {
+			if hw, err := net.ParseMAC(*it.MACAddress); err != nil || len(hw) != 6 {
+				fail(join(p, "mac-address"), "%q is not an Ethernet MAC address (xx:xx:xx:xx:xx:xx)", *it.MACAddress)
+			}
+		}
+		validateIP(join(p, "ipv4"), it.IPv4, false, fail)
+		validateIP(join(p, "ipv6"), it.IPv6, true, fail)
+		if it.MTU != nil && *it.MTU < 1280 && it.IPv6 != nil && it.IPv6.Enabled != nil && *it.IPv6.Enabled {
+			fail(join(p, "mtu"), "%d is below 1280, the IPv6 minimum, while ipv6 is enabled", *it.MTU)
+		}
+		for _, port := range it.portNames() {
+			if prev, ok := controllerOf[port]; ok && prev != it.Name {
+				fail(join(p, portField(it)), "%q is already a port of %q; an interface has one controller", port, prev)
+			}
+			controllerOf[port] = it.Name
+			if port == it.Name {
+				fail(join(p, portField(it)), "%q cannot be a port of itself", port)
+			}
+		}
+	}
+	// References to interfaces this same state removes.
+	for i, it := range s.Interfaces {
+		if it.State == Absent {
+			continue
+		}
+		p := index("interfaces", i)
+		for _, ref := range it.references() {
+			if j, ok := byName[ref.name]; ok && s.Interfaces[j].State == Absent {
+				fail(join(p, ref.field), "%q is removed by interfaces[%d] (state: absent) in the same desired state", ref.name, j)
+			}
+		}
+	}
+	if s.Routes != nil {
+		for i, r := range s.Routes.Config {
+			validateRoute(index("routes.config", i), r, fail)
+		}
+	}
+	if s.DNSResolver != nil && s.DNSResolver.Config != nil {
+		for i, srv := range s.DNSResolver.Config.Server {
+			if _, err := netip.ParseAddr(srv); err != nil {
+				fail(index("dns-resolver.config.server", i), "%q is not an IP address", srv)
+			}
+		}
+		for i, dom := range s.DNSResolver.Config.Search {
+			if dom == "" || strings.ContainsAny(dom, " \t,/") || len(dom) > 253 {
+				fail(index("dns-resolver.config.search", i), "%q is not a domain name", dom)
+			}
+		}
+	}
+	return errs
+}
+
+// checkIfname returns why name is not a Linux interface name, or "".
+func checkIfname(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case len(name) > 15:
+		return "is longer than 15 characters, the kernel's limit"
+	case name == "." || name == "..":
+		return "is not a usable interface name"
+	case strings.ContainsAny(name, "/: \t\n"):
+		return "contains '/', ':' or whitespace"
+	}
+	return ""
+}
+
+func validateSections(p string, it Interface, fail func(string, string, ...any)) {
+	sections := []struct {
+		field   string
+		present bool
+		typ     InterfaceType
+	}{
+		{"link-aggregation", it.LinkAggregation != nil, Bond},
+		{"vlan", it.VLAN != nil, VLAN},
+		{"bridge", it.Bridge != nil, LinuxBridge},
+		{"vrf", it.VRF != nil, VRF},
+		{"mac-vlan", it.MACVLAN != nil, MACVLAN},
+		{"vxlan", it.VXLAN != nil, VXLAN},
+		{"veth", it.Veth != nil, Veth},
+	}
+	for _, s := range sections {
+		if s.present && s.typ != it.Type {
+			fail(join(p, s.field), "only for type %s, but the interface is type %s", s.typ, it.Type)
+		}
+	}
+	if it.State == Absent {
+		return
+	}
+	if b := it.LinkAggregation; b != nil && it.Type == Bond {
+		if b.Mode != "" && !slices.Contains(BondModes, b.Mode) {
+			fail(join(p, "link-aggregation.mode"), "%q is not a bond mode (%v)", b.Mode, BondModes)
+		}
+		for k := range b.Options {
+			if !bondOptionName.MatchString(k) || k == "mode" {
+				fail(join(p, "link-aggregation.options."+k), "not a bonding option name (the mode goes in link-aggregation.mode)")
+			}
+		}
+		checkPorts(join(p, "link-aggregation.port"), b.Port, fail)
+	}
+	if v := it.VLAN; v != nil && it.Type == VLAN {
+		if e := checkIfname(v.BaseIface); e != "" {
+			fail(join(p, "vlan.base-iface"), "%q %s", v.BaseIface, e)
+		} else if v.BaseIface == it.Name {
+			fail(join(p, "vlan.base-iface"), "a VLAN cannot sit on itself")
+		}
+	}
+	if b := it.Bridge; b != nil && it.Type == LinuxBridge {
+		names := make([]string, len(b.Port))
+		for i, port := range b.Port {
+			names[i] = port.Name
+			pp := index(join(p, "bridge.port"), i)
+			if port.VLAN == nil {
+				continue
+			}
+			switch port.VLAN.Mode {
+			case "access":
+				if port.VLAN.Tag == nil {
+					fail(join(pp, "vlan.tag"), "required in access mode")
+				}
+				if len(port.VLAN.TrunkTags) > 0 {
+					fail(join(pp, "vlan.trunk-tags"), "only in trunk mode")
+				}
+			case "trunk":
+				if len(port.VLAN.TrunkTags) == 0 {
+					fail(join(pp, "vlan.trunk-tags"), "required in trunk mode")
+				}
+			default:
+				fail(join(pp, "vlan.mode"), "%q is not access or trunk", port.VLAN.Mode)
+			}
+			for j, t := range port.VLAN.TrunkTags {
+				tp := index(join(pp, "vlan.trunk-tags"), j)
+				switch {
+				case (t.ID == nil) == (t.IDRange == nil):
+					fail(tp, "give exactly one of id and id-range")
+				case t.IDRange != nil && t.IDRange.Min > t.IDRange.Max:
+					fail(join(tp, "id-range"), "min %d is above max %d", t.IDRange.Min, t.IDRange.Max)
+				}
+			}
+		}
+		checkPorts(join(p, "bridge.port"), names, fail)
+	}
+	if v := it.VRF; v != nil && it.Type == VRF {
+		switch v.RouteTableID {
+		case 253, 254, 255:
+			fail(join(p, "vrf.route-table-id"), "%d is a table the kernel reserves (default, main, local)", v.RouteTableID)
+		}
+		checkPorts(join(p, "vrf.port"), v.Port, fail)
+	}
+	if m := it.MACVLAN; m != nil && it.Type == MACVLAN {
+		if e := checkIfname(m.BaseIface); e != "" {
+			fail(join(p, "mac-vlan.base-iface"), "%q %s", m.BaseIface, e)
+		}
+		if m.Mode != "" && !slices.Contains(MACVLANModes, m.Mode) {
+			fail(join(p, "mac-vlan.mode"), "%q is not one of %v", m.Mode, MACVLANModes)
+		}
+	}
+	if x := it.VXLAN; x != nil && it.Type == VXLAN {
+		if x.BaseIface != "" {
+			if e := checkIfname(x.BaseIface); e != "" {
+				fail(join(p, "vxlan.base-iface"), "%q %s", x.BaseIface, e)
+			}
+		}
+		for _, f := range [][2]string{{"remote", x.Remote}, {"local", x.Local}} {
+			if _, err := netip.ParseAddr(f[1]); f[1] != "" && err != nil {
+				fail(join(p, "vxlan."+f[0]), "%q is not an IP address", f[1])
+			}
+		}
+		if x.Remote == "" {
+			fail(join(p, "vxlan.remote"), "required (a multicast group or the remote VTEP)")
+		}
+	}
+	if v := it.Veth; v != nil && it.Type == Veth {
+		if e := checkIfname(v.Peer); e != "" {
+			fail(join(p, "veth.peer"), "%q %s", v.Peer, e)
+		} else if v.Peer == it.Name {
+			fail(join(p, "veth.peer"), "a veth cannot peer with itself")
+		}
+	}
+}
+
+func checkPorts(path string, ports []string, fail func(string, string, ...any)) {
+	seen := map[string]bool{}
+	for i, port := range ports {
+		if e := checkIfname(port); e != "" {
+			fail(index(path, i), "%q %s", port, e)
+		}
+		if seen[port] {
+			fail(index(path, i), "%q is listed twice", port)
+		}
+		seen[port] = true
+	}
+}
+
+func validateIP(path string, c *IPConfig, v6 bool, fail func(string, string, ...any)) {
+	if c == nil {
+		return
+	}
+	disabled := c.Enabled != nil && !*c.Enabled
+	if disabled {
+		if c.DHCP != nil && *c.DHCP {
+			fail(join(path, "dhcp"), "true while enabled is false")
+		}
+		if c.Autoconf != nil && *c.Autoconf {
+			fail(join(path, "autoconf"), "true while enabled is false")
+		}
+		if len(c.Address) > 0 {
+			fail(join(path, "address"), "addresses given while enabled is false")
+		}
+	}
+	family := "IPv4"
+	if v6 {
+		family = "IPv6"
+	}
+	seen := map[netip.Prefix]bool{}
+	for i, a := range c.Address {
+		p := index(join(path, "address"), i)
+		ip, err := netip.ParseAddr(a.IP)
+		if err != nil || ip.Zone() != "" {
+			fail(join(p, "ip"), "%q is not an IP address", a.IP)
+			continue
+		}
+		if ip.Is4() == v6 || (ip.Is4In6() && !v6) {
+			fail(join(p, "ip"), "%s is not an %s address", a.IP, family)
+			continue
+		}
+		if ip.IsMulticast() || ip.IsUnspecified() {
+			fail(join(p, "ip"), "%s cannot be an interface address", a.IP)
+		}
+		prefix := netip.PrefixFrom(ip, a.PrefixLength)
+		if seen[prefix] {
+			fail(p, "%s/%d is listed twice", a.IP, a.PrefixLength)
+		}
+		seen[prefix] = true
+	}
+}
+
+func validateRoute(p string, r Route, fail func(string, string, ...any)) {
+	var dst netip.Prefix
+	if r.Destination == "" {
+		if r.State != "absent" {
+			fail(join(p, "destination"), "required")
+		}
+	} else {
+		var err error
+		dst, err = netip.ParsePrefix(r.Destination)
+		if err != nil {
+			fail(join(p, "destination"), "%q is not a prefix (address/length)", r.Destination)
+		} else if dst.Masked() != dst {
+			fail(join(p, "destination"), "%q has host bits set (want %s)", r.Destination, dst.Masked())
+		}
+	}
+	if r.NextHopAddress != "" {
+		nh, err := netip.ParseAddr(r.NextHopAddress)
+		switch {
+		case err != nil:
+			fail(join(p, "next-hop-address"), "%q is not an IP address", r.NextHopAddress)
+		case dst.IsValid() && nh.Is4() != dst.Addr().Is4():
+			fail(join(p, "next-hop-address"), "%s and destination %s are of different IP families", r.NextHopAddress, r.Destination)
+		}
+	}
+	if r.NextHopInterface != "" {
+		if e := checkIfname(r.NextHopInterface); e != "" {
+			fail(join(p, "next-hop-interface"), "%q %s", r.NextHopInterface, e)
+		}
+	} else if r.State != "absent" {
+		fail(join(p, "next-hop-interface"), "required: NetworkManager keeps routes on a connection profile")
+	}
+}
+
+// portNames are the interfaces this one controls.
+func (it Interface) portNames() []string {
+	switch {
+	case it.LinkAggregation != nil:
+		return it.LinkAggregation.Port
+	case it.Bridge != nil:
+		names := make([]string, len(it.Bridge.Port))
+		for i, p := range it.Bridge.Port {
+			names[i] = p.Name
+		}
+		return names
+	case it.VRF != nil:
+		return it.VRF.Port
+	}
+	return nil
+}
+
+func portField(it Interface) string {
+	switch {
+	case it.LinkAggregation != nil:
+		return "link-aggregation.port"
+	case it.Bridge != nil:
+		return "bridge.port"
+	}
+	return "vrf.port"
+}
+
+// reference is an interface this one needs, and the field that names it.
+type reference struct{ field, name string }
+
+// references are the interfaces this one needs: its base interface and its ports.
+func (it Interface) references() []reference {
+	var refs []reference
+	switch {
+	case it.VLAN != nil:
+		refs = append(refs, reference{"vlan.base-iface", it.VLAN.BaseIface})
+	case it.MACVLAN != nil:
+		refs = append(refs, reference{"mac-vlan.base-iface", it.MACVLAN.BaseIface})
+	case it.VXLAN != nil && it.VXLAN.BaseIface != "":
+		refs = append(refs, reference{"vxlan.base-iface", it.VXLAN.BaseIface})
+	}
+	for i, p := range it.portNames() {
+		refs = append(refs, reference{index(portField(it), i), p})
+	}
+	return refs
+}
