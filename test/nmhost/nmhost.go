@@ -165,7 +165,7 @@ func (n *Node) ReadFile(ctx context.Context, path string) (string, error) {
 // StartNM starts NetworkManager the way NetworkManager.service does with the nmoverlay
 // drop-in: the environment file (if present) is handed to it.
 func (n *Node) StartNM(ctx context.Context, envFile string) error {
-	args := []string{"--no-daemon", "--log-level=INFO",
+	args := []string{"--debug", "--log-level=INFO",
 		"--config=/etc/NetworkManager/NetworkManager.conf", "--config-dir=/etc/NetworkManager/conf.d",
 		"--state-file=/var/lib/NetworkManager/NetworkManager.state", "--pid-file=/run/NetworkManager/NM.pid"}
 	env := []string{}

@@ -1,0 +1,390 @@
+package networkmanager
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// connType is NetworkManager's connection.type for each nmstate interface type.
+var connType = map[state.InterfaceType]string{
+	state.Ethernet:    "802-3-ethernet",
+	state.Bond:        "bond",
+	state.VLAN:        "vlan",
+	state.LinuxBridge: "bridge",
+	state.Dummy:       "dummy",
+	state.MACVLAN:     "macvlan",
+	state.VXLAN:       "vxlan",
+	state.VRF:         "vrf",
+	state.Veth:        "veth",
+}
+
+var macvlanMode = map[string]uint32{"vepa": 1, "bridge": 2, "private": 3, "passthru": 4, "source": 5}
+
+// portOf says which controller an interface is a port of.
+type portOf struct {
+	controller string
+	kind       string // bond, bridge or vrf: NetworkManager's slave-type
+	bridgeVLAN *state.BridgeVLAN
+}
+
+// plan is what one interface's owned profile must say besides the interface itself.
+type plan struct {
+	port   *portOf
+	routes []state.Route // routes whose next-hop-interface is this interface
+	dns    *state.DNSConfig
+}
+
+// buildProfile makes the owned profile for it. base is the profile in use on that interface
+// now (owned or not) or nil: what the desired state does not name is kept from it, as
+// nmstate does for partial states. uuid is the owned profile's uuid (new or kept).
+func buildProfile(it state.Interface, typ state.InterfaceType, base settings, p plan, uuid string) (settings, error) {
+	s := settings{}
+	if base != nil && base.str("connection", "type") == connType[typ] {
+		for sec, kv := range base {
+			s[sec] = map[string]dbus.Variant{}
+			for k, v := range kv {
+				s[sec][k] = v
+			}
+		}
+		// Legacy duplicates of address-data/route-data: NetworkManager would read both.
+		for _, sec := range []string{"ipv4", "ipv6"} {
+			for _, k := range []string{"addresses", "routes"} {
+				delete(s[sec], k)
+			}
+		}
+		delete(s["connection"], "timestamp")
+	}
+	ct, ok := connType[typ]
+	if !ok {
+		return nil, fmt.Errorf("%s: type %q is not supported", it.Name, typ)
+	}
+	s.set("connection", "id", it.Name)
+	s.set("connection", "uuid", uuid)
+	s.set("connection", "type", ct)
+	s.set("connection", "interface-name", it.Name)
+	s.set("connection", "autoconnect", true)
+	// Above the persistent profiles (priority 0), so after a restart of NetworkManager
+	// the owned profile wins the interface as it did when applied.
+	s.set("connection", "autoconnect-priority", int32(100))
+	user := map[string]string{OwnerKey: OwnerValue, InputKey: inputDigest(it, typ, p)}
+	if it.Description != nil {
+		user["nmstate.interface.description"] = *it.Description
+	}
+	s.set("user", "data", user)
+	if it.LLDP != nil && it.LLDP.Enabled != nil {
+		lldp := int32(0)
+		if *it.LLDP.Enabled {
+			lldp = 1
+		}
+		s.set("connection", "lldp", lldp)
+	}
+
+	if it.MTU != nil && typ != state.VRF {
+		s.set("802-3-ethernet", "mtu", uint32(*it.MTU))
+	}
+	if it.MACAddress != nil {
+		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
+	}
+
+	switch typ {
+	case state.Bond:
+		if b := it.LinkAggregation; b != nil {
+			opts := map[string]string{"mode": string(b.Mode)}
+			for k, v := range b.Options {
+				opts[k] = v
+			}
+			s.set("bond", "options", opts)
+		}
+		s.set("connection", "autoconnect-slaves", int32(1))
+	case state.VLAN:
+		if v := it.VLAN; v != nil {
+			s.set("vlan", "id", uint32(v.ID))
+			s.set("vlan", "parent", v.BaseIface)
+		}
+	case state.LinuxBridge:
+		if b := it.Bridge; b != nil {
+			if b.Options != nil && b.Options.STP != nil && b.Options.STP.Enabled != nil {
+				s.set("bridge", "stp", *b.Options.STP.Enabled)
+			}
+			filtering := false
+			for _, port := range b.Port {
+				filtering = filtering || port.VLAN != nil
+			}
+			s.set("bridge", "vlan-filtering", filtering)
+		}
+		if _, ok := s["bridge"]; !ok {
+			s["bridge"] = map[string]dbus.Variant{}
+		}
+		s.set("connection", "autoconnect-slaves", int32(1))
+	case state.VRF:
+		if v := it.VRF; v != nil {
+			s.set("vrf", "table", uint32(v.RouteTableID))
+		}
+		s.set("connection", "autoconnect-slaves", int32(1))
+	case state.MACVLAN:
+		if m := it.MACVLAN; m != nil {
+			s.set("macvlan", "parent", m.BaseIface)
+			s.set("macvlan", "mode", macvlanMode[m.Mode])
+			s.set("macvlan", "tap", false)
+			if m.Promiscuous != nil {
+				s.set("macvlan", "promiscuous", *m.Promiscuous)
+			}
+		}
+	case state.VXLAN:
+		if x := it.VXLAN; x != nil {
+			s.set("vxlan", "id", uint32(x.ID))
+			if x.BaseIface != "" {
+				s.set("vxlan", "parent", x.BaseIface)
+			}
+			s.set("vxlan", "remote", x.Remote)
+			if x.Local != "" {
+				s.set("vxlan", "local", x.Local)
+			}
+			if x.DestinationPort != nil {
+				s.set("vxlan", "destination-port", uint32(*x.DestinationPort))
+			}
+		}
+	case state.Veth:
+		if v := it.Veth; v != nil {
+			s.set("veth", "peer", v.Peer)
+		}
+	case state.Dummy:
+		if _, ok := s["dummy"]; !ok {
+			s["dummy"] = map[string]dbus.Variant{}
+		}
+	}
+
+	if p.port != nil {
+		// A port carries no IP configuration of its own.
+		delete(s, "ipv4")
+		delete(s, "ipv6")
+		s.set("connection", "master", p.port.controller)
+		s.set("connection", "slave-type", p.port.kind)
+		if p.port.kind == "bridge" {
+			s.set("bridge-port", "vlans", bridgeVLANs(p.port.bridgeVLAN))
+		}
+		return s, nil
+	}
+	delete(s["connection"], "master")
+	delete(s["connection"], "slave-type")
+	if err := setIP(s, "ipv4", it.IPv4, base == nil, p); err != nil {
+		return nil, fmt.Errorf("%s: %w", it.Name, err)
+	}
+	if err := setIP(s, "ipv6", it.IPv6, base == nil, p); err != nil {
+		return nil, fmt.Errorf("%s: %w", it.Name, err)
+	}
+	return s, nil
+}
+
+// inputDigest identifies what a profile is built from.
+func inputDigest(it state.Interface, typ state.InterfaceType, p plan) string {
+	in := struct {
+		Interface state.Interface
+		Type      state.InterfaceType
+		Port      *portInput
+		Routes    []state.Route
+		DNS       *state.DNSConfig
+	}{Interface: it, Type: typ, Routes: p.routes, DNS: p.dns}
+	if p.port != nil {
+		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
+	}
+	b, _ := json.Marshal(in)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+type portInput struct {
+	Controller string
+	Kind       string
+	VLAN       *state.BridgeVLAN
+}
+
+// setIP writes one family's section. c nil keeps what base had; a new profile without it
+// gets the family disabled (nmstate's default for new interfaces).
+func setIP(s settings, family string, c *state.IPConfig, fresh bool, p plan) error {
+	v6 := family == "ipv6"
+	if c == nil && fresh {
+		s.set(family, "method", "disabled")
+	}
+	if c != nil {
+		enabled := c.Enabled == nil || *c.Enabled
+		dhcp := c.DHCP != nil && *c.DHCP
+		autoconf := c.Autoconf != nil && *c.Autoconf
+		var method string
+		switch {
+		case !enabled:
+			method = "disabled"
+		case v6 && autoconf:
+			method = "auto"
+		case v6 && dhcp:
+			method = "dhcp"
+		case !v6 && dhcp:
+			method = "auto"
+		case len(c.Address) > 0:
+			method = "manual"
+		case v6:
+			method = "link-local"
+		default:
+			method = "disabled"
+		}
+		s.set(family, "method", method)
+		addrs := []map[string]dbus.Variant{}
+		for _, a := range c.Address {
+			addrs = append(addrs, map[string]dbus.Variant{
+				"address": dbus.MakeVariant(a.IP), "prefix": dbus.MakeVariant(uint32(a.PrefixLength))})
+		}
+		s.set(family, "address-data", addrs)
+		if c.AutoDNS != nil {
+			s.set(family, "ignore-auto-dns", !*c.AutoDNS)
+		}
+		if c.AutoGateway != nil {
+			s.set(family, "never-default", !*c.AutoGateway)
+		}
+		if c.AutoRoutes != nil {
+			s.set(family, "ignore-auto-routes", !*c.AutoRoutes)
+		}
+	}
+	if len(p.routes) > 0 {
+		routes := existingRoutes(s, family)
+		for _, r := range p.routes {
+			pfx, err := netip.ParsePrefix(r.Destination)
+			if err != nil || pfx.Addr().Is6() != v6 {
+				continue
+			}
+			rd := routeData(r, pfx)
+			if r.State == "absent" {
+				routes = removeRoute(routes, rd)
+			} else {
+				routes = putRoute(routes, rd)
+			}
+		}
+		if s.str(family, "method") == "disabled" && len(routes) > 0 {
+			return fmt.Errorf("routes via this interface need %s enabled", family)
+		}
+		s.set(family, "route-data", routes)
+	}
+	if p.dns != nil {
+		var servers4 []uint32
+		var servers6 [][]byte
+		for _, srv := range p.dns.Server {
+			a := netip.MustParseAddr(srv)
+			if a.Is4() {
+				b := a.As4()
+				// ipv4.dns is a list of addresses in network byte order, as uint32
+				servers4 = append(servers4, uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24)
+			} else {
+				b := a.As16()
+				servers6 = append(servers6, b[:])
+			}
+		}
+		if v6 {
+			if len(servers6) > 0 {
+				s.set(family, "dns", servers6)
+			}
+		} else {
+			s.set(family, "dns", servers4)
+			s.set(family, "dns-search", p.dns.Search)
+		}
+	}
+	return nil
+}
+
+func routeData(r state.Route, pfx netip.Prefix) map[string]dbus.Variant {
+	rd := map[string]dbus.Variant{
+		"dest":   dbus.MakeVariant(pfx.Masked().Addr().String()),
+		"prefix": dbus.MakeVariant(uint32(pfx.Bits())),
+	}
+	if r.NextHopAddress != "" {
+		rd["next-hop"] = dbus.MakeVariant(r.NextHopAddress)
+	}
+	if r.Metric != nil {
+		rd["metric"] = dbus.MakeVariant(uint32(*r.Metric))
+	}
+	if r.TableID != nil && *r.TableID != 0 {
+		rd["table"] = dbus.MakeVariant(uint32(*r.TableID))
+	}
+	return rd
+}
+
+func existingRoutes(s settings, family string) []map[string]dbus.Variant {
+	v, ok := s[family]["route-data"]
+	if !ok {
+		return []map[string]dbus.Variant{}
+	}
+	routes, _ := v.Value().([]map[string]dbus.Variant)
+	return append([]map[string]dbus.Variant{}, routes...)
+}
+
+// routeKey identifies a route by destination, next hop and table.
+func routeKey(m map[string]dbus.Variant) string {
+	return fmt.Sprint(m["dest"].Value(), "/", m["prefix"].Value(), " ", variantOr(m, "next-hop", ""), " ", variantOr(m, "table", uint32(0)))
+}
+
+// removeRoute drops routes with the same destination, next hop and table as rd.
+func removeRoute(routes []map[string]dbus.Variant, rd map[string]dbus.Variant) []map[string]dbus.Variant {
+	k := routeKey(rd)
+	out := routes[:0]
+	for _, r := range routes {
+		if routeKey(r) != k {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// putRoute replaces the route with rd's key in place, or appends rd: the list keeps its
+// order, so applying the same routes again changes nothing.
+func putRoute(routes []map[string]dbus.Variant, rd map[string]dbus.Variant) []map[string]dbus.Variant {
+	k := routeKey(rd)
+	for i, r := range routes {
+		if routeKey(r) == k {
+			routes[i] = rd
+			return routes
+		}
+	}
+	return append(routes, rd)
+}
+
+func variantOr(m map[string]dbus.Variant, k string, def any) any {
+	if v, ok := m[k]; ok {
+		return v.Value()
+	}
+	return def
+}
+
+// bridgeVLANs turns a port's VLAN filtering into bridge-port.vlans.
+func bridgeVLANs(v *state.BridgeVLAN) []map[string]dbus.Variant {
+	out := []map[string]dbus.Variant{}
+	if v == nil {
+		return out
+	}
+	entry := func(start, end int, pvid, untagged bool) map[string]dbus.Variant {
+		return map[string]dbus.Variant{
+			"vid-start": dbus.MakeVariant(uint16(start)), "vid-end": dbus.MakeVariant(uint16(end)),
+			"pvid": dbus.MakeVariant(pvid), "untagged": dbus.MakeVariant(untagged),
+		}
+	}
+	if v.Mode == "access" && v.Tag != nil {
+		return append(out, entry(*v.Tag, *v.Tag, true, true))
+	}
+	for _, t := range v.TrunkTags {
+		switch {
+		case t.ID != nil:
+			out = append(out, entry(*t.ID, *t.ID, false, false))
+		case t.IDRange != nil:
+			out = append(out, entry(t.IDRange.Min, t.IDRange.Max, false, false))
+		}
+	}
+	if v.EnableNative != nil && *v.EnableNative && v.Tag != nil {
+		out = append(out, entry(*v.Tag, *v.Tag, true, true))
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package networkmanager
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// deviceType maps NetworkManager's NMDeviceType to nmstate's interface type.
+var deviceType = map[uint32]state.InterfaceType{
+	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
+	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 29: state.VRF,
+}
+
+// device is what Show reads of one device.
+type device struct {
+	path    dbus.ObjectPath
+	name    string
+	typ     state.InterfaceType
+	nmType  uint32
+	state   uint32
+	active  dbus.ObjectPath
+	managed bool
+}
+
+func (c *Client) devices(ctx context.Context) ([]device, error) {
+	var paths []dbus.ObjectPath
+	if err := c.call(ctx, nmPath, nmIface+".GetAllDevices").Store(&paths); err != nil {
+		return nil, fmt.Errorf("GetAllDevices: %w", err)
+	}
+	out := make([]device, 0, len(paths))
+	for _, p := range paths {
+		props, err := c.allProps(ctx, p, deviceIface)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		d := device{path: p}
+		d.name, _ = props["Interface"].Value().(string)
+		d.nmType, _ = props["DeviceType"].Value().(uint32)
+		d.state, _ = props["State"].Value().(uint32)
+		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
+		d.managed, _ = props["Managed"].Value().(bool)
+		d.typ = deviceType[d.nmType]
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (c *Client) allProps(ctx context.Context, path dbus.ObjectPath, iface string) (map[string]dbus.Variant, error) {
+	var props map[string]dbus.Variant
+	err := c.call(ctx, path, propsIface+".GetAll", iface).Store(&props)
+	return props, err
+}
+
+// Show reads the current state in the model's schema. It holds nothing that changes by
+// itself (no lifetimes, counters or timestamps), so two reads of an unchanged host are equal.
+func (c *Client) Show(ctx context.Context) (state.State, error) {
+	devs, err := c.devices(ctx)
+	if err != nil {
+		return state.State{}, err
+	}
+	var s state.State
+	routes := &state.Routes{}
+	byPath := map[dbus.ObjectPath]string{}
+	for _, d := range devs {
+		byPath[d.path] = d.name
+	}
+	for _, d := range devs {
+		if d.typ == "" {
+			continue // loopback, generic, tun...: not part of the model
+		}
+		props, err := c.allProps(ctx, d.path, deviceIface)
+		if err != nil {
+			continue
+		}
+		it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
+		if d.state == deviceStateActivated {
+			it.State = state.Up
+		}
+		if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
+			m := int(mtu)
+			it.MTU = &m
+		}
+		if hw, ok := props["HwAddress"].Value().(string); ok && hw != "" {
+			it.MACAddress = &hw
+		}
+		for _, fam := range []struct {
+			prop, iface string
+			dst         **state.IPConfig
+		}{{"Ip4Config", ip4Iface, &it.IPv4}, {"Ip6Config", ip6Iface, &it.IPv6}} {
+			cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
+			if cfgPath == "" || cfgPath == "/" {
+				continue
+			}
+			ipProps, err := c.allProps(ctx, cfgPath, fam.iface)
+			if err != nil {
+				continue
+			}
+			ip := &state.IPConfig{}
+			for _, a := range dictList(ipProps["AddressData"]) {
+				addr, _ := a["address"].Value().(string)
+				prefix, _ := a["prefix"].Value().(uint32)
+				ip.Address = append(ip.Address, state.Address{IP: addr, PrefixLength: int(prefix)})
+			}
+			enabled := len(ip.Address) > 0
+			ip.Enabled = &enabled
+			*fam.dst = ip
+			for _, r := range dictList(ipProps["RouteData"]) {
+				routes.Running = append(routes.Running, runningRoute(r, d.name))
+			}
+		}
+		var ports []string
+		if pp, ok := props["Ports"].Value().([]dbus.ObjectPath); ok {
+			for _, p := range pp {
+				ports = append(ports, byPath[p])
+			}
+			sort.Strings(ports)
+		}
+		if ports == nil {
+			ports = []string{}
+		}
+		if d.state == deviceStateActivated {
+			var applied settings
+			var version uint64
+			if err := c.call(ctx, d.path, deviceIface+".GetAppliedConnection", uint32(0)).Store(&applied, &version); err == nil {
+				describe(&it, applied, ports)
+			}
+		}
+		s.Interfaces = append(s.Interfaces, it)
+	}
+	sort.Slice(s.Interfaces, func(i, j int) bool { return s.Interfaces[i].Name < s.Interfaces[j].Name })
+	sort.Slice(routes.Running, func(i, j int) bool { return routeSortKey(routes.Running[i]) < routeSortKey(routes.Running[j]) })
+	if len(routes.Running) > 0 {
+		s.Routes = routes
+	}
+	dns, err := c.runningDNS(ctx)
+	if err == nil && dns != nil {
+		s.DNSResolver = &state.DNSResolver{Running: dns}
+	}
+	return s, nil
+}
+
+// describe fills the type-specific sections from the profile applied to the device.
+func describe(it *state.Interface, applied settings, ports []string) {
+	switch it.Type {
+	case state.Bond:
+		opts, _ := applied["bond"]["options"].Value().(map[string]string)
+		it.LinkAggregation = &state.BondConfig{Mode: state.BondMode(opts["mode"]), Port: ports}
+	case state.LinuxBridge:
+		it.Bridge = &state.BridgeConfig{Port: make([]state.BridgePort, len(ports))}
+		for i, p := range ports {
+			it.Bridge.Port[i] = state.BridgePort{Name: p}
+		}
+	case state.VRF:
+		table, _ := applied["vrf"]["table"].Value().(uint32)
+		it.VRF = &state.VRFConfig{Port: ports, RouteTableID: int(table)}
+	case state.VLAN:
+		id, _ := applied["vlan"]["id"].Value().(uint32)
+		it.VLAN = &state.VLANConfig{ID: int(id), BaseIface: applied.str("vlan", "parent")}
+	case state.MACVLAN:
+		mode, _ := applied["macvlan"]["mode"].Value().(uint32)
+		name := ""
+		for k, v := range macvlanMode {
+			if v == mode {
+				name = k
+			}
+		}
+		it.MACVLAN = &state.MACVLANConfig{BaseIface: applied.str("macvlan", "parent"), Mode: name}
+	case state.VXLAN:
+		id, _ := applied["vxlan"]["id"].Value().(uint32)
+		it.VXLAN = &state.VXLANConfig{ID: int(id), BaseIface: applied.str("vxlan", "parent"), Remote: applied.str("vxlan", "remote")}
+	case state.Veth:
+		if peer := applied.str("veth", "peer"); peer != "" {
+			it.Veth = &state.VethConfig{Peer: peer}
+		}
+	}
+}
+
+func runningRoute(r map[string]dbus.Variant, dev string) state.Route {
+	dest, _ := r["dest"].Value().(string)
+	prefix, _ := r["prefix"].Value().(uint32)
+	rt := state.Route{Destination: netip.PrefixFrom(netip.MustParseAddr(dest), int(prefix)).String(), NextHopInterface: dev}
+	if nh, ok := r["next-hop"].Value().(string); ok {
+		rt.NextHopAddress = nh
+	}
+	if m, ok := r["metric"].Value().(uint32); ok {
+		v := int(m)
+		rt.Metric = &v
+	}
+	table := 254
+	if t, ok := r["table"].Value().(uint32); ok && t != 0 {
+		table = int(t)
+	}
+	rt.TableID = &table
+	return rt
+}
+
+func routeSortKey(r state.Route) string {
+	return fmt.Sprintf("%s %s %s %d", r.NextHopInterface, r.Destination, r.NextHopAddress, *r.TableID)
+}
+
+func (c *Client) runningDNS(ctx context.Context) (*state.DNSConfig, error) {
+	var cfg []map[string]dbus.Variant
+	if err := c.prop(dnsManagerPath, dnsIface, "Configuration", &cfg); err != nil {
+		return nil, err
+	}
+	out := &state.DNSConfig{}
+	for _, entry := range cfg {
+		ns, _ := entry["nameservers"].Value().([]string)
+		out.Server = appendNew(out.Server, ns...)
+		domains, _ := entry["domains"].Value().([]string)
+		out.Search = appendNew(out.Search, domains...)
+	}
+	if len(out.Server) == 0 && len(out.Search) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		found := false
+		for _, e := range list {
+			found = found || e == it
+		}
+		if !found {
+			list = append(list, it)
+		}
+	}
+	return list
+}
+
+func dictList(v dbus.Variant) []map[string]dbus.Variant {
+	l, _ := v.Value().([]map[string]dbus.Variant)
+	return l
+}

@@ -1,0 +1,262 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
+)
+
+var _ = Describe("the NetworkManager engine", Ordered, func() {
+	var (
+		n   *nmhost.Node
+		nm  *networkmanager.Client
+		ctx = context.Background()
+	)
+	ip := func(args ...string) string {
+		out, err := n.Run(ctx, "ip", args...)
+		Expect(err).NotTo(HaveOccurred())
+		return out
+	}
+	parse := func(doc string) state.State {
+		s, err := state.Parse([]byte(doc))
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	applyCommit := func(doc string) {
+		tx, err := nm.Apply(ctx, parse(doc), networkmanager.ApplyOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+	}
+	keyfiles := func() map[string]string {
+		out := map[string]string{}
+		entries, _ := os.ReadDir(n.Lower())
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(n.Lower(), e.Name()))
+			out[e.Name()] = string(b)
+		}
+		return out
+	}
+
+	BeforeAll(func() {
+		var err error
+		n, err = nmhost.New("engine")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(n.Close)
+		n.BootSetup = func(n *nmhost.Node) error {
+			for _, nic := range []string{"eth1", "eth2", "eth3", "eth4"} {
+				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
+					return err
+				}
+				if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		Expect(n.Boot(ctx)).To(Succeed())
+		Expect(n.StartNM(ctx, "")).To(Succeed(), n.NMLog())
+		nm, err = networkmanager.Connect(ctx, n.BusAddress())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nm.Close)
+	})
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Println(n.NMLog())
+		}
+	})
+
+	It("applies static IPv4 and IPv6 and routes on an ethernet interface", func() {
+		applyCommit(ethernetState)
+		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.1/24"))
+		Expect(ip("-6", "addr", "show", "eth1")).To(ContainSubstring("2001:db8:1::1/64"))
+		Expect(ip("link", "show", "eth1")).To(ContainSubstring("mtu 1400"))
+		Expect(ip("-4", "route")).To(MatchRegexp(`198.51.100.0/24 via 192.0.2.254 dev eth1 .*metric 50`))
+		Expect(ip("-6", "route")).To(ContainSubstring("2001:db8:2::/64 via 2001:db8:1::fe dev eth1"))
+		Expect(ip("-4", "route", "show", "table", "100")).To(ContainSubstring("203.0.113.0/24 via 192.0.2.253 dev eth1"))
+		files := keyfiles()
+		Expect(files).To(HaveKey("eth1.nmconnection"))
+		Expect(files["eth1.nmconnection"]).To(ContainSubstring(networkmanager.OwnerKey + "=" + networkmanager.OwnerValue))
+	})
+
+	It("reads the current state back, stable across reads", func() {
+		a, err := nm.Show(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := nm.Show(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		Expect(string(ja)).To(Equal(string(jb)))
+		var eth1 state.Interface
+		for _, it := range a.Interfaces {
+			if it.Name == "eth1" {
+				eth1 = it
+			}
+		}
+		Expect(eth1.State).To(Equal(state.Up))
+		Expect(*eth1.MTU).To(Equal(1400))
+		Expect(eth1.IPv4.Address).To(ContainElement(state.Address{IP: "192.0.2.1", PrefixLength: 24}))
+	})
+
+	It("changes nothing when the same state is applied again", func() {
+		before := keyfiles()
+		activeBefore := strings.TrimSpace(mustRun(n, "nmcli", "-g", "GENERAL.CON-PATH", "device", "show", "eth1"))
+		applyCommit(ethernetState)
+		Expect(keyfiles()).To(Equal(before), "no profile rewritten")
+		Expect(strings.TrimSpace(mustRun(n, "nmcli", "-g", "GENERAL.CON-PATH", "device", "show", "eth1"))).To(Equal(activeBefore), "not re-activated")
+	})
+
+	// VLAN filtering needs CONFIG_BRIDGE_VLAN_FILTERING, which this host kernel lacks
+	// (no /sys/class/net/<bridge>/bridge/vlan_filtering): the VM tier covers it.
+	It("builds a linux bridge with two ports", func() {
+		applyCommit(`
+interfaces:
+- name: br0
+  type: linux-bridge
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.129, prefix-length: 25}]}
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - name: eth2
+    - name: eth3
+`)
+		Expect(ip("link", "show", "eth2")).To(ContainSubstring("master br0"))
+		Expect(ip("link", "show", "eth3")).To(ContainSubstring("master br0"))
+		Expect(ip("-4", "addr", "show", "br0")).To(ContainSubstring("192.0.2.129/25"))
+		s, err := nm.Show(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Interfaces).To(ContainElement(SatisfyAll(
+			HaveField("Name", "br0"),
+			HaveField("Bridge.Port", ConsistOf(state.BridgePort{Name: "eth2"}, state.BridgePort{Name: "eth3"})))))
+	})
+
+	It("creates a mac-vlan, a vxlan and a veth pair", func() {
+		applyCommit(`
+interfaces:
+- name: mv0
+  type: mac-vlan
+  state: up
+  mac-vlan: {base-iface: eth4, mode: bridge}
+  ipv4: {enabled: true, address: [{ip: 198.51.100.200, prefix-length: 24}]}
+- name: vx100
+  type: vxlan
+  state: up
+  vxlan: {id: 100, base-iface: eth1, remote: 192.0.2.250, destination-port: 4789}
+- name: vpeer0
+  type: veth
+  state: up
+  veth: {peer: vpeer1}
+`)
+		Expect(ip("-d", "link", "show", "mv0")).To(ContainSubstring("macvlan mode bridge"))
+		Expect(ip("-d", "link", "show", "vx100")).To(MatchRegexp(`vxlan id 100 remote 192.0.2.250 dev eth1`))
+		Expect(ip("link", "show", "vpeer0")).To(ContainSubstring("vpeer1"))
+	})
+
+	It("modifies an interface and removes one with state absent", func() {
+		applyCommit(`
+interfaces:
+- name: mv0
+  state: absent
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.2, prefix-length: 24}]}
+`)
+		_, err := n.Run(ctx, "ip", "link", "show", "mv0")
+		Expect(err).To(HaveOccurred(), "mv0 must be gone")
+		Expect(keyfiles()).NotTo(HaveKey("mv0.nmconnection"))
+		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.2/24"))
+		Expect(ip("link", "show", "eth1")).To(ContainSubstring("mtu 1400"), "what the state leaves out is kept")
+	})
+
+	It("rolls back explicitly: address and profile as before", func() {
+		before := keyfiles()
+		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.3, prefix-length: 24}]}}]`), networkmanager.ApplyOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.3/24"))
+		Expect(tx.Rollback(ctx)).To(Succeed())
+		Eventually(func() string { return ip("-4", "addr", "show", "eth1") }, "10s", "100ms").Should(
+			SatisfyAll(ContainSubstring("192.0.2.2/24"), Not(ContainSubstring("192.0.2.3"))))
+		Expect(keyfiles()).To(Equal(before))
+	})
+
+	It("rolls back by itself when nobody commits before the timeout", func() {
+		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.4, prefix-length: 24}]}}, {name: dummy0x, type: veth, state: up, veth: {peer: dummy0y}}]`),
+			networkmanager.ApplyOptions{RollbackTimeout: 3 * time.Second})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.4/24"))
+		Eventually(func() string { return ip("-4", "addr", "show", "eth1") }, "15s", "200ms").Should(
+			SatisfyAll(ContainSubstring("192.0.2.2/24"), Not(ContainSubstring("192.0.2.4"))))
+		Eventually(func() map[string]string { return keyfiles() }, "5s").ShouldNot(HaveKey("dummy0x.nmconnection"))
+	})
+
+	It("rolls back completely and says why when the state cannot converge", func() {
+		before := keyfiles()
+		_, err := nm.Apply(ctx, parse(`
+interfaces:
+- name: br9
+  type: linux-bridge
+  state: up
+  ipv4: {enabled: true, address: [{ip: 203.0.113.9, prefix-length: 24}]}
+  bridge: {port: [{name: nope0}]}
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.5, prefix-length: 24}]}
+`), networkmanager.ApplyOptions{ActivationTimeout: 10 * time.Second})
+		var ae *networkmanager.ApplyError
+		Expect(errors.As(err, &ae)).To(BeTrue(), "%v", err)
+		Expect(ae.RollbackErr).NotTo(HaveOccurred())
+		Expect(ae.Reason).To(ContainSubstring("nope0"))
+		Eventually(func() string { return ip("-4", "addr", "show", "eth1") }, "10s", "100ms").Should(
+			SatisfyAll(ContainSubstring("192.0.2.2/24"), Not(ContainSubstring("192.0.2.5"))))
+		_, err = n.Run(ctx, "ip", "link", "show", "br9")
+		Expect(err).To(HaveOccurred(), "br9 must be gone")
+		Expect(keyfiles()).To(Equal(before))
+	})
+
+	It("clears a checkpoint left by a crashed apply", func() {
+		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`),
+			networkmanager.ApplyOptions{RollbackTimeout: 600 * time.Second})
+		Expect(err).NotTo(HaveOccurred())
+		// the process "crashed" here: no commit, no rollback; a new apply must still work
+		applyCommit(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}]`)
+		out := ip("-4", "addr", "show", "eth1")
+		Expect(out).To(ContainSubstring("192.0.2.7/24"))
+		Expect(out).NotTo(ContainSubstring("192.0.2.6"))
+	})
+})
+
+const ethernetState = `
+interfaces:
+- name: eth1
+  type: ethernet
+  state: up
+  mtu: 1400
+  ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
+  ipv6: {enabled: true, address: [{ip: "2001:db8:1::1", prefix-length: 64}]}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.254, next-hop-interface: eth1, metric: 50}
+  - {destination: "2001:db8:2::/64", next-hop-address: "2001:db8:1::fe", next-hop-interface: eth1}
+  - {destination: 203.0.113.0/24, next-hop-address: 192.0.2.253, next-hop-interface: eth1, table-id: 100}
+`
+
+func mustRun(n *nmhost.Node, name string, args ...string) string {
+	out, err := n.Run(context.Background(), name, args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
