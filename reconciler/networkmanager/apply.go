@@ -190,9 +190,8 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 					return fmt.Errorf("%s: deleting its profile: %w", it.Name, err)
 				}
 			}
-			if hasDev && it.Type != state.Ethernet && isSoftware(dev.nmType) {
-				_ = c.call(ctx, dev.path, deviceIface+".Delete").Err // gone already when NetworkManager created it
-			}
+			// NetworkManager deletes the software devices it created for the profile; a
+			// device it did not create (a NIC, a veth from elsewhere) stays.
 			continue
 		}
 		typ := it.Type
@@ -441,15 +440,6 @@ func dnsHolder(desired state.State, ordered []state.Interface) string {
 		}
 	}
 	return ""
-}
-
-// isSoftware: device types NetworkManager can create and delete.
-func isSoftware(nmType uint32) bool {
-	switch nmType {
-	case 10, 11, 13, 18, 19, 20, 22, 29:
-		return true
-	}
-	return false
 }
 
 func newUUID() string {

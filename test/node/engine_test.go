@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,8 @@ var _ = Describe("the NetworkManager engine", Ordered, func() {
 			}
 			return nil
 		}
+		// A persistent profile the engine does not own, as MCO would have written it.
+		Expect(os.WriteFile(filepath.Join(n.Lower(), "persistent-eth4.nmconnection"), []byte(persistentEth4), 0o600)).To(Succeed())
 		Expect(n.Boot(ctx)).To(Succeed())
 		Expect(n.StartNM(ctx, "")).To(Succeed(), n.NMLog())
 		nm, err = networkmanager.Connect(ctx, n.BusAddress())
@@ -228,6 +231,45 @@ interfaces:
 		Expect(keyfiles()).To(Equal(before))
 	})
 
+	It("leaves a profile it does not own untouched, and the interface returns to it when removed", func() {
+		Eventually(func() string { return ip("-4", "addr", "show", "eth4") }, "10s", "100ms").Should(ContainSubstring("10.4.0.1/24"))
+		applyCommit(`interfaces: [{name: eth4, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 10.4.0.2, prefix-length: 24}]}}]`)
+		Expect(ip("-4", "addr", "show", "eth4")).To(SatisfyAll(ContainSubstring("10.4.0.2/24"), Not(ContainSubstring("10.4.0.1/"))))
+		Expect(keyfiles()).To(HaveKeyWithValue("persistent-eth4.nmconnection", persistentEth4))
+
+		applyCommit(`interfaces: [{name: eth4, state: absent}]`)
+		Expect(keyfiles()).To(HaveKeyWithValue("persistent-eth4.nmconnection", persistentEth4))
+		Expect(keyfiles()).NotTo(HaveKey("eth4.nmconnection"))
+		Eventually(func() string { return ip("-4", "addr", "show", "eth4") }, "10s", "100ms").Should(ContainSubstring("10.4.0.1/24"))
+	})
+
+	It("signals changes of the host's network, debounced", func() {
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		changes, err := nm.Changes(cctx)
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(changes, "600ms").ShouldNot(Receive(), "a quiet host sends nothing")
+		for i := 0; i < 20; i++ { // a burst of changes made outside the engine
+			mustRun(n, "ip", "addr", "add", fmt.Sprintf("10.9.%d.1/24", i), "dev", "eth1")
+		}
+		Eventually(changes, "3s").Should(Receive())
+		// NetworkManager follows up on external changes on its own; the burst of 20 must
+		// still come out as a few signals, not 20 or more.
+		extra := 0
+		for deadline := time.After(2 * time.Second); ; {
+			select {
+			case <-changes:
+				extra++
+				continue
+			case <-deadline:
+			}
+			break
+		}
+		Expect(extra).To(BeNumerically("<=", 2))
+		cancel()
+		Eventually(changes, "2s").Should(BeClosed())
+	})
+
 	It("clears a checkpoint left by a crashed apply", func() {
 		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`),
 			networkmanager.ApplyOptions{RollbackTimeout: 600 * time.Second})
@@ -239,6 +281,20 @@ interfaces:
 		Expect(out).NotTo(ContainSubstring("192.0.2.6"))
 	})
 })
+
+const persistentEth4 = `[connection]
+id=persistent-eth4
+uuid=11111111-2222-4333-8444-555555555555
+type=ethernet
+interface-name=eth4
+
+[ipv4]
+method=manual
+address1=10.4.0.1/24
+
+[ipv6]
+method=disabled
+`
 
 const ethernetState = `
 interfaces:

@@ -16,6 +16,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -220,6 +222,29 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		Expect(nmcli("-g", "NAME", "connection", "show")).NotTo(ContainSubstring("eph2"))
 		Expect(waitForAddress(n, "veth0", "192.0.2.10/24")).To(Succeed())
 		Expect(verify().OK).To(BeTrue())
+	})
+
+	It("keeps the engine's profiles in the tmpfs layer, marked as owned", func() {
+		nm, err := networkmanager.Connect(ctx, n.BusAddress())
+		Expect(err).NotTo(HaveOccurred())
+		defer nm.Close()
+		desired, err := state.Parse([]byte(`interfaces: [{name: veth2, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 203.0.113.7, prefix-length: 24}]}}]`))
+		Expect(err).NotTo(HaveOccurred())
+		tx, err := nm.Apply(ctx, desired, networkmanager.ApplyOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+
+		entries, err := os.ReadDir(n.Lower())
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range entries {
+			Expect(e.Name()).NotTo(ContainSubstring("veth2"), "nothing may reach the persistent dir")
+		}
+		out, _ := helperRun("status", "-o", "json")
+		var changes []overlay.ProfileChange
+		Expect(json.Unmarshal([]byte(out), &changes)).To(Succeed())
+		Expect(changes).To(ContainElement(SatisfyAll(
+			HaveField("Change", overlay.Added), HaveField("Interface", "veth2"),
+			HaveField("User", HaveKeyWithValue(networkmanager.OwnerKey, networkmanager.OwnerValue)))))
 	})
 
 	It("detects a write into the lower dir while mounted", func() {
