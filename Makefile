@@ -6,7 +6,7 @@ BIN       := bin
 GOFLAGS_BUILD := -trimpath -ldflags=-s\ -w
 export CGO_ENABLED := 0
 
-.PHONY: all build test test-unit test-integration test-node test-boot bench demo generate lint deps rootfs envtest clean
+.PHONY: all build test test-unit test-integration test-node test-boot test-vm vm-image bench demo generate lint deps rootfs envtest clean
 
 all: build
 
@@ -15,7 +15,7 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/nmoverlay ./cmd/nmoverlay
 
 # Every tier. Under CI=true a tier that cannot run fails instead of skipping.
-test: lint test-unit test-integration test-node test-boot
+test: lint test-unit test-integration test-node test-boot test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -41,6 +41,13 @@ rootfs: deps
 test-boot: rootfs
 	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
+vm-image: rootfs
+	@hack/vm-image.sh >/dev/null
+
+# A Debian kernel under qemu (TCG) for bond, VLAN, dummy, VRF and bridge VLAN filtering.
+test-vm: vm-image
+	NMOVERLAY_VM="$$(hack/vm-image.sh)" $(GO) test -count=1 -timeout 20m -tags vm ./test/vm/...
+
 # Benchmarks print absolute figures and the ratio against a peer measured in the same run.
 bench: rootfs
 	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot -run '^$$' -bench . -benchtime 1x ./test/boot/...
@@ -58,6 +65,7 @@ lint:
 	$(GO) vet -tags node ./test/node/...
 	$(GO) vet -tags boot ./test/boot/...
 	$(GO) vet -tags integration ./test/integration/...
+	$(GO) vet -tags vm ./test/vm/...
 
 clean:
 	rm -rf $(BIN)

@@ -14,6 +14,10 @@ declare -A need=(
   [nsenter]=util-linux
   [systemd-tmpfiles]=systemd
   [systemd-analyze]=systemd
+  [qemu-system-x86_64]=qemu-system-x86
+  [qemu-img]=qemu-utils
+  [mkfs.ext4]=e2fsprogs
+  [bridge]=iproute2
 )
 missing=()
 for tool in "${!need[@]}"; do

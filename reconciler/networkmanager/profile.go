@@ -162,19 +162,22 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, p 
 		}
 	}
 
+	delete(s["connection"], "master")
+	delete(s["connection"], "slave-type")
 	if p.port != nil {
-		// A port carries no IP configuration of its own.
-		delete(s, "ipv4")
-		delete(s, "ipv6")
 		s.set("connection", "master", p.port.controller)
 		s.set("connection", "slave-type", p.port.kind)
 		if p.port.kind == "bridge" {
 			s.set("bridge-port", "vlans", bridgeVLANs(p.port.bridgeVLAN))
 		}
-		return s, nil
+		// A bond or bridge port carries no IP configuration of its own; a VRF port does
+		// (a VRF is a layer-3 domain).
+		if p.port.kind != "vrf" {
+			delete(s, "ipv4")
+			delete(s, "ipv6")
+			return s, nil
+		}
 	}
-	delete(s["connection"], "master")
-	delete(s["connection"], "slave-type")
 	if err := setIP(s, "ipv4", it.IPv4, base == nil, p); err != nil {
 		return nil, fmt.Errorf("%s: %w", it.Name, err)
 	}

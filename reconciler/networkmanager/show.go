@@ -14,7 +14,7 @@ import (
 // deviceType maps NetworkManager's NMDeviceType to nmstate's interface type.
 var deviceType = map[uint32]state.InterfaceType{
 	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
-	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 29: state.VRF,
+	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 31: state.VRF,
 }
 
 // device is what Show reads of one device.

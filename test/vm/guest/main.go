@@ -1,0 +1,48 @@
+// Command guest runs the VM tier's scenarios inside the qemu guest against its real
+// NetworkManager, printing "PASS name" or "FAIL name: reason" per scenario.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/test/vm/scenarios"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	// NetworkManager is started by systemd; wait until it is up and settled.
+	_ = exec.CommandContext(ctx, "nm-online", "-s", "-q", "-t", "60").Run()
+	nics, err := scenarios.FindNICs()
+	if err != nil {
+		fmt.Println("SETUP FAIL:", err)
+		os.Exit(1)
+	}
+	nm, err := networkmanager.Connect(ctx, "")
+	if err != nil {
+		fmt.Println("SETUP FAIL:", err)
+		os.Exit(1)
+	}
+	env := &scenarios.Env{NM: nm, NICs: nics}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	version, _ := nm.Version()
+	fmt.Printf("SETUP kernel %s NetworkManager %s NICs %+v\n", kernel[:len(kernel)-1], version, nics)
+	failed := 0
+	for _, s := range scenarios.All {
+		start := time.Now()
+		if err := s.Run(ctx, env); err != nil {
+			failed++
+			fmt.Printf("FAIL %s: %v\n", s.Name, err)
+			continue
+		}
+		fmt.Printf("PASS %s (%s)\n", s.Name, time.Since(start).Round(time.Millisecond))
+	}
+	if failed > 0 {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,234 @@
+// Package scenarios are the VM tier's checks: what needs a real kernel (bond, VLAN,
+// dummy, VRF, bridge VLAN filtering). They run inside the qemu guest against its real
+// NetworkManager (test/vm/guest); the host test reports them one by one.
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// NICs are the guest's test NICs, found by the MAC addresses the host gives them.
+type NICs struct{ A, B, C string }
+
+// MACs the host assigns to the guest's NICs, in order A, B, C.
+var MACs = []string{"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03"}
+
+// Scenario is one check, run in order in one boot.
+type Scenario struct {
+	Name string
+	Run  func(ctx context.Context, e *Env) error
+}
+
+// Env is what a scenario works with.
+type Env struct {
+	NM   *networkmanager.Client
+	NICs NICs
+}
+
+// Apply parses, applies and commits a desired state written with {A} {B} {C} for the NICs.
+func (e *Env) Apply(ctx context.Context, policies ...string) error {
+	var sources []state.Source
+	for i, doc := range policies {
+		doc = strings.NewReplacer("{A}", e.NICs.A, "{B}", e.NICs.B, "{C}", e.NICs.C).Replace(doc)
+		s, err := state.Parse([]byte(doc))
+		if err != nil {
+			return err
+		}
+		// Policy names against the dependency order: the merge must not care.
+		sources = append(sources, state.Source{Policy: fmt.Sprintf("%c-policy", 'z'-i), State: s})
+	}
+	merged, err := state.Merge(sources)
+	if err != nil {
+		return err
+	}
+	tx, err := e.NM.Apply(ctx, merged.State, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func sh(args ...string) (string, error) {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	return string(out), err
+}
+
+func expect(args []string, contains ...string) error {
+	out, err := sh(args...)
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	for _, c := range contains {
+		if !strings.Contains(out, c) {
+			return fmt.Errorf("%s: want %q in:\n%s", strings.Join(args, " "), c, out)
+		}
+	}
+	return nil
+}
+
+func gone(dev string) error {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", dev)); err == nil {
+		return fmt.Errorf("%s still exists", dev)
+	}
+	return nil
+}
+
+// All are the scenarios, in the order they run.
+var All = []Scenario{
+	{"bond active-backup over two NICs with a static address", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- name: bond0
+  type: bond
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.10, prefix-length: 24}]}
+  link-aggregation:
+    mode: active-backup
+    options: {miimon: "100"}
+    port: [{B}, {C}]
+`); err != nil {
+			return err
+		}
+		return expect([]string{"cat", "/proc/net/bonding/bond0"}, "fault-tolerance (active-backup)", "Slave Interface: "+e.NICs.B, "Slave Interface: "+e.NICs.C, "MII Polling Interval (ms): 100")
+	}},
+	{"VLAN 100 on the bond", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- name: bond0.100
+  type: vlan
+  state: up
+  vlan: {id: 100, base-iface: bond0}
+  ipv4: {enabled: true, address: [{ip: 198.51.100.10, prefix-length: 24}]}
+`); err != nil {
+			return err
+		}
+		return expect([]string{"ip", "-d", "addr", "show", "bond0.100"}, "vlan protocol 802.1Q id 100", "198.51.100.10/24")
+	}},
+	{"bond reconfigured to 802.3ad, the VLAN stays", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- name: bond0
+  type: bond
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.10, prefix-length: 24}]}
+  link-aggregation:
+    mode: 802.3ad
+    options: {miimon: "100", lacp_rate: fast}
+    port: [{B}, {C}]
+- name: bond0.100
+  type: vlan
+  state: up
+  vlan: {id: 100, base-iface: bond0}
+  ipv4: {enabled: true, address: [{ip: 198.51.100.10, prefix-length: 24}]}
+`); err != nil {
+			return err
+		}
+		if err := expect([]string{"cat", "/proc/net/bonding/bond0"}, "IEEE 802.3ad Dynamic link aggregation", "LACP rate: fast"); err != nil {
+			return err
+		}
+		return expect([]string{"ip", "addr", "show", "bond0.100"}, "198.51.100.10/24")
+	}},
+	{"dummy interface with an address", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `interfaces: [{name: dummy0, type: dummy, state: up, ipv4: {enabled: true, address: [{ip: 203.0.113.10, prefix-length: 24}]}}]`); err != nil {
+			return err
+		}
+		return expect([]string{"ip", "-d", "addr", "show", "dummy0"}, "dummy", "203.0.113.10/24")
+	}},
+	{"VRF with a port and a route in its table", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- name: vrf10
+  type: vrf
+  state: up
+  vrf: {port: [dummy1], route-table-id: 10}
+- name: dummy1
+  type: dummy
+  state: up
+  ipv4: {enabled: true, address: [{ip: 10.10.0.1, prefix-length: 24}]}
+routes:
+  config:
+  - {destination: 10.20.0.0/16, next-hop-address: 10.10.0.254, next-hop-interface: dummy1, table-id: 10}
+`); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "-d", "link", "show", "vrf10"}, "vrf table 10"); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "link", "show", "dummy1"}, "master vrf10"); err != nil {
+			return err
+		}
+		return expect([]string{"ip", "route", "show", "table", "10"}, "10.20.0.0/16 via 10.10.0.254 dev dummy1")
+	}},
+	{"linux bridge with VLAN filtering on its port", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- name: br0
+  type: linux-bridge
+  state: up
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - name: {A}
+      vlan: {mode: trunk, trunk-tags: [{id: 100}, {id-range: {min: 200, max: 210}}]}
+`); err != nil {
+			return err
+		}
+		return expect([]string{"bridge", "vlan", "show", "dev", e.NICs.A}, "100", "200", "210")
+	}},
+	{"policies named against their dependencies converge in one pass", func(ctx context.Context, e *Env) error {
+		// "z-policy" holds the VLAN, "y-policy" the bond it sits on.
+		if err := e.Apply(ctx,
+			`interfaces: [{name: bond1.7, type: vlan, state: up, vlan: {id: 7, base-iface: bond1}, ipv4: {enabled: true, address: [{ip: 192.0.2.70, prefix-length: 24}]}}]`,
+			`interfaces: [{name: bond1, type: bond, state: up, link-aggregation: {mode: balance-rr, port: [dummy7]}}, {name: dummy7, type: dummy, state: up}]`,
+		); err != nil {
+			return err
+		}
+		return expect([]string{"ip", "-d", "addr", "show", "bond1.7"}, "id 7", "192.0.2.70/24")
+	}},
+	{"bonds and their VLANs removed in one pass", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- {name: bond0.100, state: absent}
+- {name: bond0, state: absent}
+- {name: bond1.7, state: absent}
+- {name: bond1, state: absent}
+`); err != nil {
+			return err
+		}
+		for _, d := range []string{"bond0.100", "bond0", "bond1.7", "bond1"} {
+			if err := gone(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+}
+
+// FindNICs names the guest's NICs by MAC address.
+func FindNICs() (NICs, error) {
+	byMAC := map[string]string{}
+	entries, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return NICs{}, err
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/sys/class/net", e.Name(), "address"))
+		if err == nil {
+			byMAC[strings.TrimSpace(string(b))] = e.Name()
+		}
+	}
+	n := NICs{byMAC[MACs[0]], byMAC[MACs[1]], byMAC[MACs[2]]}
+	if n.A == "" || n.B == "" || n.C == "" {
+		return n, fmt.Errorf("test NICs not found by MAC: %v", byMAC)
+	}
+	return n, nil
+}

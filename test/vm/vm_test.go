@@ -1,0 +1,109 @@
+//go:build vm
+
+// The VM tier: a Debian kernel under qemu (TCG), for what the host kernel cannot do (bond,
+// VLAN, dummy, VRF, bridge VLAN filtering). One boot runs every scenario in the guest
+// against its real NetworkManager; each becomes a spec here. Root only.
+package vm_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/nmoverlay/nmoverlay/test/vm/scenarios"
+)
+
+func TestVM(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "vm tier: qemu")
+}
+
+var results map[string]string // scenario name -> "PASS ..." or "FAIL ..." line
+
+var _ = BeforeSuite(func() {
+	Expect(os.Geteuid()).To(Equal(0), "the VM tier needs root")
+	image := os.Getenv("NMOVERLAY_VM")
+	Expect(image).NotTo(BeEmpty(), "NMOVERLAY_VM is unset: run make test-vm (hack/vm-image.sh builds the image)")
+	for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
+		Expect(filepath.Join(image, f)).To(BeAnExistingFile())
+	}
+	for _, tool := range []string{"qemu-system-x86_64", "qemu-img"} {
+		_, err := exec.LookPath(tool)
+		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
+	}
+	dir := GinkgoT().TempDir()
+	share := filepath.Join(dir, "share")
+	Expect(os.MkdirAll(share, 0o755)).To(Succeed())
+	build := exec.Command("go", "build", "-o", filepath.Join(share, "run"), "github.com/nmoverlay/nmoverlay/test/vm/guest")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	disk := filepath.Join(dir, "disk.qcow2")
+	out, err = exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", filepath.Join(image, "root.img"), "-F", "raw", disk).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+
+	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "2048",
+		"-nographic", "-nodefaults", "-monitor", "none", "-no-reboot",
+		"-serial", "file:" + filepath.Join(dir, "console.log"),
+		"-kernel", filepath.Join(image, "vmlinuz"), "-initrd", filepath.Join(image, "initrd.img"),
+		"-append", "console=ttyS0 root=/dev/vda rw quiet",
+		"-drive", "file=" + disk + ",format=qcow2,if=virtio",
+		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=share"}
+	// Isolated hub ports: no traffic leaves the VM. A on its own hub, B and C together.
+	for i, mac := range scenarios.MACs {
+		hub := 1
+		if i == 0 {
+			hub = 0
+		}
+		args = append(args, "-netdev", fmt.Sprintf("hubport,id=n%d,hubid=%d", i, hub),
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=n%d,mac=%s", i, mac))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	start := time.Now()
+	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
+	out, err = qemu.CombinedOutput()
+	console, _ := os.ReadFile(filepath.Join(dir, "console.log"))
+	Expect(err).NotTo(HaveOccurred(), "qemu: %s\nconsole:\n%s", out, tail(string(console), 60))
+	GinkgoWriter.Printf("VM boot, scenarios and poweroff took %s\n", time.Since(start).Round(time.Second))
+
+	output, err := os.ReadFile(filepath.Join(share, "output"))
+	Expect(err).NotTo(HaveOccurred(), "the guest wrote no output; console:\n%s", tail(string(console), 60))
+	GinkgoWriter.Printf("guest output:\n%s\n", output)
+	results = map[string]string{}
+	for _, line := range strings.Split(string(output), "\n") {
+		for _, prefix := range []string{"PASS ", "FAIL "} {
+			if name, ok := strings.CutPrefix(line, prefix); ok {
+				name, _, _ = strings.Cut(name, ": ")
+				name, _, _ = strings.Cut(name, " (")
+				results[name] = line
+			}
+		}
+	}
+})
+
+var _ = Describe("in a qemu guest with a Debian kernel", func() {
+	for _, s := range scenarios.All {
+		It(s.Name, func() {
+			line, ok := results[s.Name]
+			Expect(ok).To(BeTrue(), "the guest did not report this scenario")
+			Expect(line).To(HavePrefix("PASS "), line)
+		})
+	}
+})
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
