@@ -28,16 +28,33 @@ type device struct {
 	managed bool
 }
 
-func (c *Client) devices(ctx context.Context) ([]device, error) {
-	var paths []dbus.ObjectPath
-	if err := c.call(ctx, nmPath, nmIface+".GetAllDevices").Store(&paths); err != nil {
-		return nil, fmt.Errorf("GetAllDevices: %w", err)
+// objects is one snapshot of every NetworkManager object and its properties.
+type objects map[dbus.ObjectPath]map[string]map[string]dbus.Variant
+
+// snapshot reads all of NetworkManager's objects in one call (its ObjectManager):
+// per-device property reads would cost a round trip each.
+func (c *Client) snapshot(ctx context.Context) (objects, error) {
+	var objs objects
+	if err := c.call(ctx, "/org/freedesktop", "org.freedesktop.DBus.ObjectManager.GetManagedObjects").Store(&objs); err != nil {
+		return nil, fmt.Errorf("GetManagedObjects: %w", err)
 	}
-	out := make([]device, 0, len(paths))
-	for _, p := range paths {
-		props, err := c.allProps(ctx, p, deviceIface)
-		if err != nil {
-			continue // removed meanwhile
+	return objs, nil
+}
+
+func (c *Client) devices(ctx context.Context) ([]device, error) {
+	objs, err := c.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return objs.devices(), nil
+}
+
+func (o objects) devices() []device {
+	var out []device
+	for p, ifaces := range o {
+		props, ok := ifaces[deviceIface]
+		if !ok {
+			continue
 		}
 		d := device{path: p}
 		d.name, _ = props["Interface"].Value().(string)
@@ -48,22 +65,18 @@ func (c *Client) devices(ctx context.Context) ([]device, error) {
 		d.typ = deviceType[d.nmType]
 		out = append(out, d)
 	}
-	return out, nil
-}
-
-func (c *Client) allProps(ctx context.Context, path dbus.ObjectPath, iface string) (map[string]dbus.Variant, error) {
-	var props map[string]dbus.Variant
-	err := c.call(ctx, path, propsIface+".GetAll", iface).Store(&props)
-	return props, err
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
 }
 
 // Show reads the current state in the model's schema. It holds nothing that changes by
 // itself (no lifetimes, counters or timestamps), so two reads of an unchanged host are equal.
 func (c *Client) Show(ctx context.Context) (state.State, error) {
-	devs, err := c.devices(ctx)
+	objs, err := c.snapshot(ctx)
 	if err != nil {
 		return state.State{}, err
 	}
+	devs := objs.devices()
 	var s state.State
 	routes := &state.Routes{}
 	byPath := map[dbus.ObjectPath]string{}
@@ -74,10 +87,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		if d.typ == "" {
 			continue // loopback, generic, tun...: not part of the model
 		}
-		props, err := c.allProps(ctx, d.path, deviceIface)
-		if err != nil {
-			continue
-		}
+		props := objs[d.path][deviceIface]
 		it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
 		if d.state == deviceStateActivated {
 			it.State = state.Up
@@ -94,11 +104,8 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 			dst         **state.IPConfig
 		}{{"Ip4Config", ip4Iface, &it.IPv4}, {"Ip6Config", ip6Iface, &it.IPv6}} {
 			cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
-			if cfgPath == "" || cfgPath == "/" {
-				continue
-			}
-			ipProps, err := c.allProps(ctx, cfgPath, fam.iface)
-			if err != nil {
+			ipProps, ok := objs[cfgPath][fam.iface]
+			if !ok {
 				continue
 			}
 			ip := &state.IPConfig{}
@@ -114,17 +121,16 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 				routes.Running = append(routes.Running, runningRoute(r, d.name))
 			}
 		}
-		var ports []string
+		ports := []string{}
 		if pp, ok := props["Ports"].Value().([]dbus.ObjectPath); ok {
 			for _, p := range pp {
 				ports = append(ports, byPath[p])
 			}
 			sort.Strings(ports)
 		}
-		if ports == nil {
-			ports = []string{}
-		}
-		if d.state == deviceStateActivated {
+		// The type-specific configuration is in the profile applied to the device: one
+		// more call, only for the types that have such a section.
+		if d.state == deviceStateActivated && d.typ != state.Ethernet && d.typ != state.Dummy {
 			var applied settings
 			var version uint64
 			if err := c.call(ctx, d.path, deviceIface+".GetAppliedConnection", uint32(0)).Store(&applied, &version); err == nil {
@@ -133,13 +139,11 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		s.Interfaces = append(s.Interfaces, it)
 	}
-	sort.Slice(s.Interfaces, func(i, j int) bool { return s.Interfaces[i].Name < s.Interfaces[j].Name })
 	sort.Slice(routes.Running, func(i, j int) bool { return routeSortKey(routes.Running[i]) < routeSortKey(routes.Running[j]) })
 	if len(routes.Running) > 0 {
 		s.Routes = routes
 	}
-	dns, err := c.runningDNS(ctx)
-	if err == nil && dns != nil {
+	if dns := runningDNS(objs); dns != nil {
 		s.DNSResolver = &state.DNSResolver{Running: dns}
 	}
 	return s, nil
@@ -204,11 +208,8 @@ func routeSortKey(r state.Route) string {
 	return fmt.Sprintf("%s %s %s %d", r.NextHopInterface, r.Destination, r.NextHopAddress, *r.TableID)
 }
 
-func (c *Client) runningDNS(ctx context.Context) (*state.DNSConfig, error) {
-	var cfg []map[string]dbus.Variant
-	if err := c.prop(dnsManagerPath, dnsIface, "Configuration", &cfg); err != nil {
-		return nil, err
-	}
+func runningDNS(objs objects) *state.DNSConfig {
+	cfg := dictList(objs[dnsManagerPath][dnsIface]["Configuration"])
 	out := &state.DNSConfig{}
 	for _, entry := range cfg {
 		ns, _ := entry["nameservers"].Value().([]string)
@@ -217,9 +218,9 @@ func (c *Client) runningDNS(ctx context.Context) (*state.DNSConfig, error) {
 		out.Search = appendNew(out.Search, domains...)
 	}
 	if len(out.Server) == 0 && len(out.Search) == 0 {
-		return nil, nil
+		return nil
 	}
-	return out, nil
+	return out
 }
 
 func appendNew(list []string, items ...string) []string {
