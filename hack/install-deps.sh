@@ -18,6 +18,7 @@ declare -A need=(
   [qemu-img]=qemu-utils
   [mkfs.ext4]=e2fsprogs
   [bridge]=iproute2
+  [netplan]=netplan.io
 )
 missing=()
 for tool in "${!need[@]}"; do
