@@ -231,6 +231,27 @@ interfaces:
 		Expect(keyfiles()).To(Equal(before))
 	})
 
+	It("sets DNS servers and search domains", func() {
+		applyCommit(`
+dns-resolver:
+  config:
+    server: [192.0.2.53, "2001:db8:1::53"]
+    search: [example.com]
+interfaces:
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.2, prefix-length: 24}]}
+  ipv6: {enabled: true, address: [{ip: "2001:db8:1::1", prefix-length: 64}]}
+`)
+		s, err := nm.Show(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.DNSResolver).NotTo(BeNil())
+		Expect(s.DNSResolver.Running.Server).To(ContainElements("192.0.2.53", "2001:db8:1::53"))
+		Expect(s.DNSResolver.Running.Search).To(ContainElement("example.com"))
+		Expect(keyfiles()["eth1.nmconnection"]).To(ContainSubstring("dns=192.0.2.53;"))
+	})
+
 	It("leaves a profile it does not own untouched, and the interface returns to it when removed", func() {
 		Eventually(func() string { return ip("-4", "addr", "show", "eth4") }, "10s", "100ms").Should(ContainSubstring("10.4.0.1/24"))
 		applyCommit(`interfaces: [{name: eth4, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 10.4.0.2, prefix-length: 24}]}}]`)
