@@ -1,0 +1,63 @@
+// Package shared holds the nmstate.io types every API version uses.
+// +kubebuilder:object:generate=true
+package shared
+
+import "encoding/json"
+
+// State is an nmstate network state document (desiredState, currentState), kept as
+// the administrator wrote it: the engine parses and validates it, so the API server
+// accepts exactly what kubernetes-nmstate accepts.
+// +kubebuilder:validation:Type=object
+// +kubebuilder:pruning:PreserveUnknownFields
+type State struct {
+	Raw json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the document itself.
+func (s State) MarshalJSON() ([]byte, error) {
+	if len(s.Raw) == 0 {
+		return []byte("{}"), nil
+	}
+	return s.Raw, nil
+}
+
+// UnmarshalJSON keeps the document as it is.
+func (s *State) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		s.Raw = nil
+		return nil
+	}
+	s.Raw = append(s.Raw[:0], b...)
+	return nil
+}
+
+// Condition types and reasons, as kubernetes-nmstate names them.
+const (
+	// Policy conditions.
+	PolicyAvailable   = "Available"
+	PolicyDegraded    = "Degraded"
+	PolicyProgressing = "Progressing"
+	PolicyIgnored     = "Ignored"
+
+	// Enactment conditions.
+	EnactmentAvailable   = "Available"
+	EnactmentFailing     = "Failing"
+	EnactmentProgressing = "Progressing"
+	EnactmentPending     = "Pending"
+	EnactmentAborted     = "Aborted"
+
+	// Reasons.
+	ReasonSuccessfullyConfigured     = "SuccessfullyConfigured"
+	ReasonFailedToConfigure          = "FailedToConfigure"
+	ReasonConfigurationProgressing   = "ConfigurationProgressing"
+	ReasonConfigurationAborted       = "ConfigurationAborted"
+	ReasonMaxUnavailableLimitReached = "MaxUnavailableLimitReached"
+	ReasonRetrying                   = "Retrying"
+	ReasonNoMatchingNode             = "NoMatchingNode"
+)
+
+// Labels on enactments.
+const (
+	NodeLabel   = "nmstate.io/node"
+	PolicyLabel = "nmstate.io/policy"
+)

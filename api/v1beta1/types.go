@@ -1,0 +1,134 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	v1 "github.com/nmoverlay/nmoverlay/api/v1"
+)
+
+// NodeNetworkConfigurationPolicy is the deprecated v1beta1 policy: the v1 schema, served
+// so that manifests written for it apply unchanged.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=nodenetworkconfigurationpolicies,shortName=nncp;nncps,scope=Cluster
+// +kubebuilder:deprecatedversion:warning="nmstate.io/v1beta1 NodeNetworkConfigurationPolicy is deprecated; use nmstate.io/v1"
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.status=="True")].type`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.status=="True")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeNetworkConfigurationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   v1.NodeNetworkConfigurationPolicySpec   `json:"spec,omitempty"`
+	Status v1.NodeNetworkConfigurationPolicyStatus `json:"status,omitempty"`
+}
+
+// NodeNetworkConfigurationPolicyList is a list of v1beta1 policies.
+// +kubebuilder:object:root=true
+type NodeNetworkConfigurationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeNetworkConfigurationPolicy `json:"items"`
+}
+
+// NodeNetworkConfigurationEnactmentStatus is one policy on one node.
+type NodeNetworkConfigurationEnactmentStatus struct {
+	// DesiredState is the policy's desired state as this node applied it.
+	// +optional
+	DesiredState shared.State `json:"desiredState,omitempty"`
+	// PolicyGeneration is the policy generation this status is about.
+	// +optional
+	PolicyGeneration int64 `json:"policyGeneration,omitempty"`
+	// BootID is the node boot in which the policy was last applied: a new boot makes the
+	// node re-apply every policy.
+	// +optional
+	BootID string `json:"bootID,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeNetworkConfigurationEnactment reports one policy on one node; its name is
+// <node>.<policy>, and it is owned by the Node.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=nodenetworkconfigurationenactments,shortName=nnce;nnces,scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.status=="True")].type`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.status=="True")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeNetworkConfigurationEnactment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status NodeNetworkConfigurationEnactmentStatus `json:"status,omitempty"`
+}
+
+// NodeNetworkConfigurationEnactmentList is a list of enactments.
+// +kubebuilder:object:root=true
+type NodeNetworkConfigurationEnactmentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeNetworkConfigurationEnactment `json:"items"`
+}
+
+// EphemeralProfile is a profile that lives only in the node's tmpfs layer.
+type EphemeralProfile struct {
+	File   string `json:"file"`
+	Change string `json:"change"` // added, modified or deleted
+	// +optional
+	ID string `json:"id,omitempty"`
+	// +optional
+	Interface string `json:"interface,omitempty"`
+	// Owned is true for profiles the engine wrote for a policy; an ephemeral profile
+	// nobody owns is lost at the next reboot and nothing re-creates it.
+	Owned bool `json:"owned"`
+}
+
+// OverlayStatus is the node's keyfile overlay as nm-overlay sees it.
+type OverlayStatus struct {
+	// Degraded, when set, says why the overlay is not in use; policies are then refused.
+	// +optional
+	Degraded string `json:"degraded,omitempty"`
+	// +optional
+	Ephemeral []EphemeralProfile `json:"ephemeral,omitempty"`
+}
+
+// NodeNetworkStateStatus is a node's current network state.
+type NodeNetworkStateStatus struct {
+	// +optional
+	CurrentState shared.State `json:"currentState,omitempty"`
+	// +optional
+	LastSuccessfulUpdateTime metav1.Time `json:"lastSuccessfulUpdateTime,omitempty"`
+	// +optional
+	HostNetworkManagerVersion string `json:"hostNetworkManagerVersion,omitempty"`
+	// +optional
+	Overlay *OverlayStatus `json:"overlay,omitempty"`
+}
+
+// NodeNetworkState is a node's network state; its name is the node's.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=nodenetworkstates,shortName=nns,scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeNetworkState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status NodeNetworkStateStatus `json:"status,omitempty"`
+}
+
+// NodeNetworkStateList is a list of node states.
+// +kubebuilder:object:root=true
+type NodeNetworkStateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeNetworkState `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodeNetworkConfigurationPolicy{}, &NodeNetworkConfigurationPolicyList{},
+		&NodeNetworkConfigurationEnactment{}, &NodeNetworkConfigurationEnactmentList{},
+		&NodeNetworkState{}, &NodeNetworkStateList{})
+}
