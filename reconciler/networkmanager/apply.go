@@ -21,6 +21,11 @@ type ApplyOptions struct {
 	RollbackTimeout time.Duration
 	// ActivationTimeout bounds the wait for the profiles to activate. Default 30 s.
 	ActivationTimeout time.Duration
+	// Prune makes desired the whole of what the engine owns: owned profiles of interfaces
+	// it does not name are deleted, so those interfaces return to their persistent
+	// profiles. The reconciler applies a node's merged policies this way, so a deleted
+	// policy's changes go away.
+	Prune bool
 }
 
 func (o ApplyOptions) withDefaults() ApplyOptions {
@@ -180,6 +185,24 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 	plans, extra, err := planFor(desired, ordered)
 	if err != nil {
 		return err
+	}
+	if opts.Prune {
+		named := map[string]bool{}
+		for _, it := range append(ordered, extra...) {
+			named[it.Name] = true
+		}
+		var prune []string
+		for name := range owned {
+			if !named[name] {
+				prune = append(prune, name)
+			}
+		}
+		sort.Strings(prune)
+		for _, name := range prune {
+			if err := c.call(ctx, owned[name].path, connIface+".Delete").Err; err != nil {
+				return fmt.Errorf("%s: deleting the profile no policy wants any more: %w", name, err)
+			}
+		}
 	}
 	var toActivate []activation
 	for _, it := range append(ordered, extra...) {

@@ -264,6 +264,26 @@ interfaces:
 		Eventually(func() string { return ip("-4", "addr", "show", "eth4") }, "10s", "100ms").Should(ContainSubstring("10.4.0.1/24"))
 	})
 
+	It("prunes what no desired state names any more: interfaces go back to their persistent profiles", func() {
+		applyCommit(`
+interfaces:
+- {name: eth4, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 10.4.0.3, prefix-length: 24}]}}
+- {name: mvp, type: mac-vlan, state: up, mac-vlan: {base-iface: eth1, mode: bridge}}
+`)
+		Expect(ip("-4", "addr", "show", "eth4")).To(ContainSubstring("10.4.0.3/24"))
+		only := parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.2, prefix-length: 24}]}}]`)
+		tx, err := nm.Apply(ctx, only, networkmanager.ApplyOptions{Prune: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+		files := keyfiles()
+		Expect(files).NotTo(HaveKey("eth4.nmconnection"))
+		Expect(files).NotTo(HaveKey("mvp.nmconnection"))
+		Expect(files).To(HaveKey("eth1.nmconnection"))
+		Expect(files).To(HaveKeyWithValue("persistent-eth4.nmconnection", persistentEth4))
+		Eventually(func() error { _, err := n.Run(ctx, "ip", "link", "show", "mvp"); return err }, "10s").Should(HaveOccurred())
+		Eventually(func() string { return ip("-4", "addr", "show", "eth4") }, "10s", "100ms").Should(ContainSubstring("10.4.0.1/24"))
+	})
+
 	It("signals changes of the host's network, debounced", func() {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
