@@ -23,8 +23,16 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
-var _ = Describe("the nmstate.io API", func() {
+var _ = Describe("the nmstate.io API", Ordered, func() {
 	ctx := context.Background()
+
+	// The example policies select every node: remove them so other specs' nodes do not
+	// get them.
+	AfterAll(func() {
+		Expect(k8s.DeleteAllOf(ctx, &nmstatev1.NodeNetworkConfigurationPolicy{})).To(Succeed())
+		Expect(k8s.DeleteAllOf(ctx, &v1beta1.NodeNetworkConfigurationEnactment{})).To(Succeed())
+		Expect(k8s.DeleteAllOf(ctx, &v1beta1.NodeNetworkState{})).To(Succeed())
+	})
 
 	It("accepts kubernetes-nmstate policy manifests unchanged, v1 and v1beta1", func() {
 		files, err := filepath.Glob("testdata/policies/*.yaml")

@@ -1,0 +1,265 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// Transaction is an applied, verified change the handler commits or rolls back.
+type Transaction interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// Engine applies a node's whole desired state; what it owns and the state does not name
+// is removed (reconciler/networkmanager with Prune).
+type Engine interface {
+	Apply(ctx context.Context, desired state.State) (Transaction, error)
+}
+
+// Handler reconciles one node: every policy selecting it is applied in one transaction.
+type Handler struct {
+	Client   client.Client
+	NodeName string
+	Engine   Engine
+	// BootID identifies the running boot (/proc/sys/kernel/random/boot_id).
+	BootID func() (string, error)
+	// Degraded returns why the node's overlay is not in use, or "": policies applied
+	// then would become permanent, so none is.
+	Degraded func() (string, error)
+}
+
+// CacheOptions scope the handler's cache to its own node: its Node, its enactments and
+// its NodeNetworkState; policies are cluster-wide.
+func CacheOptions(nodeName string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+		&v1beta1.NodeNetworkConfigurationEnactment{}: {Label: labels.SelectorFromSet(labels.Set{shared.NodeLabel: nodeName})},
+		&v1beta1.NodeNetworkState{}:                  {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+	}}
+}
+
+// SetupWithManager runs the handler on policy changes and on changes of its Node's labels.
+func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
+	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: h.NodeName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node-handler").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, toNode, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Its own writes do not wake it; a deleted enactment (by hand, or a policy gone) does.
+		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, toNode, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
+		Complete(h)
+}
+
+// Reconcile brings the node to the merged state of its policies when anything is not
+// up to date: a new or changed policy, a label change, a new boot.
+func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := h.Client.Get(ctx, types.NamespacedName{Name: h.NodeName}, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	policies := &nmstatev1.NodeNetworkConfigurationPolicyList{}
+	if err := h.Client.List(ctx, policies); err != nil {
+		return reconcile.Result{}, err
+	}
+	enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+	if err := h.Client.List(ctx, enactments, client.MatchingLabels{shared.NodeLabel: h.NodeName}); err != nil {
+		return reconcile.Result{}, err
+	}
+	boot, err := h.BootID()
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading the boot ID: %w", err)
+	}
+	degraded, err := h.Degraded()
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	var selected []Policy
+	generation := map[string]int64{}
+	for _, p := range policies.Items {
+		pol := Policy{Name: p.Name, Generation: p.Generation, NodeSelector: p.Spec.NodeSelector,
+			Capture: p.Spec.Capture, DesiredState: p.Spec.DesiredState.Raw}
+		if pol.Selects(node.Labels) {
+			selected = append(selected, pol)
+			generation[p.Name] = p.Generation
+		}
+	}
+	sort.Slice(selected, func(i, j int) bool { return selected[i].Name < selected[j].Name })
+	existing := map[string]*v1beta1.NodeNetworkConfigurationEnactment{}
+	for i := range enactments.Items {
+		e := &enactments.Items[i]
+		existing[e.Labels[shared.PolicyLabel]] = e
+	}
+	plan := MakePlan(selected)
+
+	if h.upToDate(plan, generation, existing, boot, degraded) {
+		return reconcile.Result{}, nil
+	}
+
+	// Enactments of policies that no longer select this node go once the engine has
+	// pruned what they applied.
+	defer h.deleteStale(ctx, existing, generation)
+
+	if degraded != "" {
+		for _, pol := range selected {
+			e, err := h.enactment(ctx, node, pol.Name, existing)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			SetFailing(e, "refused: the node's keyfile overlay is degraded, so changes would become persistent: "+degraded)
+			e.Status.PolicyGeneration = pol.Generation
+			if err := h.Client.Status().Update(ctx, e); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{}, nil
+	}
+
+	for _, name := range plan.Applied {
+		e, err := h.enactment(ctx, node, name, existing)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		SetProgressing(e, "applying on "+h.NodeName)
+		e.Status.PolicyGeneration = generation[name]
+		if err := h.Client.Status().Update(ctx, e); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	applyErr := h.apply(ctx, plan.Apply)
+	for _, name := range plan.Applied {
+		e := existing[name]
+		if applyErr != nil {
+			SetFailing(e, applyErr.Error())
+		} else {
+			SetAvailable(e, fmt.Sprintf("applied with %s in boot %s", strings.Join(plan.Applied, ", "), boot))
+			e.Status.BootID = boot
+		}
+		if err := h.Client.Status().Update(ctx, e); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	for _, pol := range selected {
+		msg, failed := plan.Failed[pol.Name]
+		if !failed {
+			continue
+		}
+		e, err := h.enactment(ctx, node, pol.Name, existing)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		SetFailing(e, msg)
+		e.Status.PolicyGeneration = pol.Generation
+		if err := h.Client.Status().Update(ctx, e); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, applyErr
+}
+
+func (h *Handler) apply(ctx context.Context, desired state.State) error {
+	tx, err := h.Engine.Apply(ctx, desired)
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// upToDate: every selected policy's enactment reports the current generation, Available
+// in this boot (or Failing with the same reason), and no enactment is left for a policy
+// that does not select the node.
+func (h *Handler) upToDate(plan Plan, generation map[string]int64, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, boot, degraded string) bool {
+	if degraded != "" {
+		return false
+	}
+	for name := range existing {
+		if _, ok := generation[name]; !ok {
+			return false
+		}
+	}
+	for _, name := range plan.Applied {
+		e, ok := existing[name]
+		if !ok || e.Status.PolicyGeneration != generation[name] || e.Status.BootID != boot ||
+			!IsTrue(e, shared.EnactmentAvailable, "") {
+			return false
+		}
+	}
+	for name, msg := range plan.Failed {
+		e, ok := existing[name]
+		if !ok || e.Status.PolicyGeneration != generation[name] || !IsTrue(e, shared.EnactmentFailing, "") {
+			return false
+		}
+		if c := findCondition(e, shared.EnactmentFailing); c == nil || c.Message != msg {
+			return false
+		}
+	}
+	return true
+}
+
+// enactment returns the policy's enactment on this node, creating it (named
+// <node>.<policy>, labelled, owned by the Node) if needed.
+func (h *Handler) enactment(ctx context.Context, node *corev1.Node, policy string, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
+	if e, ok := existing[policy]; ok {
+		return e, nil
+	}
+	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{
+		Name:   h.NodeName + "." + policy,
+		Labels: map[string]string{shared.NodeLabel: h.NodeName, shared.PolicyLabel: policy},
+	}}
+	if err := controllerutil.SetOwnerReference(node, e, h.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := h.Client.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	existing[policy] = e
+	return e, nil
+}
+
+func (h *Handler) deleteStale(ctx context.Context, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, generation map[string]int64) {
+	for name, e := range existing {
+		if _, ok := generation[name]; !ok {
+			_ = client.IgnoreNotFound(h.Client.Delete(ctx, e))
+		}
+	}
+}
+
+func findCondition(e *v1beta1.NodeNetworkConfigurationEnactment, t string) *metav1.Condition {
+	for i := range e.Status.Conditions {
+		if e.Status.Conditions[i].Type == t {
+			return &e.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+// Package node is the per-node handler: it applies every policy that selects its node
+// through the engine in one transaction, reports one enactment per policy, re-applies
+// everything after each boot, and refuses while the node's overlay is degraded.
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// Policy is what the handler needs of a NodeNetworkConfigurationPolicy.
+type Policy struct {
+	Name         string
+	Generation   int64
+	NodeSelector map[string]string
+	Capture      map[string]string
+	DesiredState []byte
+}
+
+// Selects reports whether the policy applies to a node with these labels.
+func (p Policy) Selects(nodeLabels map[string]string) bool {
+	for k, v := range p.NodeSelector {
+		if got, ok := nodeLabels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Plan is what to do on one node.
+type Plan struct {
+	// Apply is the merged desired state of every valid, non-conflicting selected policy.
+	Apply state.State
+	// Applied names the policies Apply is made of.
+	Applied []string
+	// Failed maps a selected policy to why it is not applied (invalid, unsupported,
+	// conflicting with another policy).
+	Failed map[string]string
+}
+
+// MakePlan parses and merges the policies selected for a node. One bad policy never blocks
+// the others: an invalid one fails alone, two that conflict fail together (each message
+// names the other), and the rest are merged and applied.
+func MakePlan(selected []Policy) Plan {
+	p := Plan{Failed: map[string]string{}}
+	var sources []state.Source
+	for _, pol := range selected {
+		if len(pol.Capture) > 0 {
+			p.Failed[pol.Name] = "spec.capture: nmpolicy capture expressions are not supported by nmoverlay yet"
+			continue
+		}
+		s, err := state.Parse(pol.DesiredState)
+		if err != nil {
+			p.Failed[pol.Name] = "spec.desiredState: " + err.Error()
+			continue
+		}
+		sources = append(sources, state.Source{Policy: pol.Name, State: s})
+	}
+	for len(sources) > 0 {
+		merged, err := state.Merge(sources)
+		var conflicts state.Conflicts
+		if errors.As(err, &conflicts) {
+			bad := map[string]bool{}
+			for _, c := range conflicts {
+				for _, pol := range c.Policies {
+					bad[pol] = true
+					p.Failed[pol] = appendMessage(p.Failed[pol], "spec.desiredState."+c.Error())
+				}
+			}
+			var keep []state.Source
+			for _, s := range sources {
+				if !bad[s.Policy] {
+					keep = append(keep, s)
+				}
+			}
+			sources = keep
+			continue
+		}
+		if err != nil { // not a conflict: nothing can be applied together
+			for _, s := range sources {
+				p.Failed[s.Policy] = "merging the node's policies: " + err.Error()
+			}
+			return p
+		}
+		if _, err := state.Order(merged.State); err != nil {
+			for _, s := range sources {
+				p.Failed[s.Policy] = "spec.desiredState: " + err.Error()
+			}
+			return p
+		}
+		p.Apply = merged.State
+		for _, s := range sources {
+			p.Applied = append(p.Applied, s.Policy)
+		}
+		sort.Strings(p.Applied)
+		return p
+	}
+	return p
+}
+
+func appendMessage(prev, msg string) string {
+	if prev == "" {
+		return msg
+	}
+	if strings.Contains(prev, msg) {
+		return prev
+	}
+	return fmt.Sprintf("%s; %s", prev, msg)
+}

@@ -1,0 +1,257 @@
+//go:build integration
+
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// engineDouble stands in for NetworkManager (tested for real in the node and VM tiers):
+// it records every desired state it is given and fails states naming a "broken" interface.
+type engineDouble struct {
+	mu      sync.Mutex
+	applied []state.State
+}
+
+type txDouble struct{}
+
+func (txDouble) Commit(context.Context) error   { return nil }
+func (txDouble) Rollback(context.Context) error { return nil }
+
+func (e *engineDouble) Apply(_ context.Context, s state.State) (node.Transaction, error) {
+	for _, it := range s.Interfaces {
+		if it.Name == "broken0" {
+			return nil, errors.New("did not converge: broken0: does not exist; rolled back")
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.applied = append(e.applied, s)
+	return txDouble{}, nil
+}
+
+func (e *engineDouble) last() (state.State, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.applied) == 0 {
+		return state.State{}, 0
+	}
+	return e.applied[len(e.applied)-1], len(e.applied)
+}
+
+func ifaceNames(s state.State) []string {
+	var n []string
+	for _, it := range s.Interfaces {
+		n = append(n, it.Name)
+	}
+	return n
+}
+
+var skipNameValidation = true
+
+// simNode is one simulated node: a Node object and a handler with its own scoped cache.
+type simNode struct {
+	name     string
+	engine   *engineDouble
+	mu       sync.Mutex
+	boot     string
+	degraded string
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+func (n *simNode) start() {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  k8s.Scheme(),
+		Cache:   node.CacheOptions(n.name),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Several nodes' handlers share this test process.
+		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.name, Engine: n.engine,
+		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
+		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
+	}
+	Expect(h.SetupWithManager(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stop, n.done = cancel, make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(n.done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+}
+
+func (n *simNode) restart(boot string) {
+	n.stop()
+	<-n.done
+	n.mu.Lock()
+	n.boot = boot
+	n.mu.Unlock()
+	n.start()
+}
+
+func enactment(nodeName, policy string) func() *v1beta1.NodeNetworkConfigurationEnactment {
+	return func() *v1beta1.NodeNetworkConfigurationEnactment {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeName + "." + policy}, e); err != nil {
+			return nil
+		}
+		return e
+	}
+}
+
+// HaveEnactmentCondition matches an enactment whose condition is True with that reason
+// and a message containing msg: the handler's own condition setters, as a matcher.
+func HaveEnactmentCondition(condType, reason, msg string) OmegaMatcher {
+	return WithTransform(func(e *v1beta1.NodeNetworkConfigurationEnactment) string {
+		if e == nil {
+			return "<no enactment>"
+		}
+		for _, c := range e.Status.Conditions {
+			if c.Type == condType && c.Status == metav1.ConditionTrue {
+				return c.Reason + ": " + c.Message
+			}
+		}
+		return fmt.Sprintf("%v", e.Status.Conditions)
+	}, SatisfyAll(HavePrefix(reason+": "), ContainSubstring(msg)))
+}
+
+func policy(name string, selector map[string]string, desired string) *nmstatev1.NodeNetworkConfigurationPolicy {
+	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	p.Spec.NodeSelector = selector
+	p.Spec.DesiredState = shared.State{Raw: []byte(desired)}
+	return p
+}
+
+var _ = Describe("the per-node handler", Ordered, func() {
+	ctx := context.Background()
+	worker := map[string]string{"role": "worker"}
+	var nodes []*simNode
+
+	BeforeAll(func() {
+		DeferCleanup(func() {
+			for _, n := range nodes {
+				n.stop()
+				<-n.done
+			}
+		})
+		for i, name := range []string{"node-a", "node-b", "node-c"} {
+			labels := map[string]string{"kubernetes.io/hostname": name}
+			if i < 2 {
+				labels["role"] = "worker"
+			}
+			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})).To(Succeed())
+			n := &simNode{name: name, engine: &engineDouble{}, boot: "boot-1"}
+			n.start()
+			nodes = append(nodes, n)
+		}
+	})
+
+	It("applies a policy on the nodes it selects and reports one enactment each", func() {
+		Expect(k8s.Create(ctx, policy("br1", worker, `{"interfaces":[{"name":"br1","type":"linux-bridge","bridge":{"port":[{"name":"eth1"}]}}]}`))).To(Succeed())
+		for _, n := range nodes[:2] {
+			Eventually(enactment(n.name, "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-1"))
+			applied, _ := n.engine.last()
+			Expect(ifaceNames(applied)).To(ContainElement("br1"))
+		}
+		e := enactment("node-a", "br1")()
+		Expect(e.Labels).To(Equal(map[string]string{shared.NodeLabel: "node-a", shared.PolicyLabel: "br1"}))
+		Expect(e.OwnerReferences).To(ContainElement(HaveField("Kind", "Node")))
+		Expect(e.Status.BootID).To(Equal("boot-1"))
+		Consistently(enactment("node-c", "br1"), "1s").Should(BeNil(), "node-c is not selected")
+	})
+
+	It("fails an invalid policy alone, naming the field, and applies the others", func() {
+		Expect(k8s.Create(ctx, policy("bad-vlan", worker, `{"interfaces":[{"name":"v1","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "bad-vlan"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
+			"interfaces[0].vlan.id: 5000 is out of range 1..4094"))
+		applied, _ := nodes[0].engine.last()
+		Expect(ifaceNames(applied)).NotTo(ContainElement("v1"))
+		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+	})
+
+	It("fails two conflicting policies, each naming the other", func() {
+		Expect(k8s.Create(ctx, policy("mtu-9000", worker, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":9000}]}`))).To(Succeed())
+		Expect(k8s.Create(ctx, policy("mtu-1500", worker, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":1500}]}`))).To(Succeed())
+		Eventually(enactment("node-b", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, `"mtu-1500"`))
+		Eventually(enactment("node-b", "mtu-1500"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, `"mtu-9000"`))
+		Expect(k8s.Delete(ctx, policy("mtu-1500", nil, ""))).To(Succeed())
+		Eventually(enactment("node-b", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Eventually(enactment("node-b", "mtu-1500"), "10s").Should(BeNil(), "a deleted policy's enactment goes")
+	})
+
+	It("reports a state that did not converge as failing, with the engine's reason", func() {
+		Expect(k8s.Create(ctx, policy("broken", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"broken0","type":"dummy"}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "broken"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "broken0: does not exist"))
+		Expect(k8s.Delete(ctx, policy("broken", nil, ""))).To(Succeed())
+		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+	})
+
+	It("re-evaluates selection when a node's labels change", func() {
+		n := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-c"}, n)).To(Succeed())
+		n.Labels["role"] = "worker"
+		Expect(k8s.Update(ctx, n)).To(Succeed())
+		Eventually(enactment("node-c", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-c"}, n)).To(Succeed())
+		delete(n.Labels, "role")
+		Expect(k8s.Update(ctx, n)).To(Succeed())
+		Eventually(enactment("node-c", "br1"), "10s").Should(BeNil())
+		Eventually(func() []string { s, _ := nodes[2].engine.last(); return ifaceNames(s) }, "10s").ShouldNot(ContainElement("br1"),
+			"the node goes back to its persistent configuration: the engine is given a state without br1")
+	})
+
+	It("re-applies every policy in one pass after a reboot", func() {
+		_, before := nodes[0].engine.last()
+		nodes[0].restart("boot-2")
+		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
+		Eventually(enactment("node-a", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
+		applied, after := nodes[0].engine.last()
+		Expect(after-before).To(Equal(1), "one transaction for the whole node")
+		Expect(ifaceNames(applied)).To(ConsistOf("br1", "eth2"))
+		Consistently(func() int { _, n := nodes[0].engine.last(); return n }, "1s").Should(Equal(after), "nothing more to do")
+	})
+
+	It("refuses every policy while the node's overlay is degraded", func() {
+		nodes[1].mu.Lock()
+		nodes[1].degraded = "upper-on-tmpfs: /run/nmoverlay/upper is not on tmpfs"
+		nodes[1].mu.Unlock()
+		_, before := nodes[1].engine.last()
+		Expect(k8s.Create(ctx, policy("eth3-up", worker, `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up"}]}`))).To(Succeed())
+		Eventually(enactment("node-b", "eth3-up"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "overlay is degraded"))
+		Expect(enactment("node-b", "br1")()).To(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "upper-on-tmpfs"))
+		_, after := nodes[1].engine.last()
+		Expect(after).To(Equal(before), "nothing applied")
+	})
+
+	It("keeps working when an enactment is deleted by hand", func() {
+		e := enactment("node-a", "br1")()
+		Expect(k8s.Delete(ctx, e)).To(Succeed())
+		Eventually(func() bool {
+			got := enactment("node-a", "br1")()
+			return got != nil && got.UID != e.UID
+		}, "10s").Should(BeTrue())
+		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+	})
+})
