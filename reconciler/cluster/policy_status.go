@@ -1,0 +1,126 @@
+// Package cluster is the cluster-wide controller: it is the one writer of policy status,
+// computed from the policy's enactments and the nodes it selects, O(nodes) per policy.
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+)
+
+// PolicyStatus computes each policy's conditions from its enactments.
+type PolicyStatus struct {
+	Client client.Client
+}
+
+// SetupWithManager runs on policy changes, on enactment changes (mapped to their policy by
+// label) and on node label changes (which can change what a policy selects).
+func (r *PolicyStatus) SetupWithManager(mgr ctrl.Manager) error {
+	byPolicyLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if p := o.GetLabels()[shared.PolicyLabel]; p != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: p}}}
+		}
+		return nil
+	})
+	allPolicies := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &nmstatev1.NodeNetworkConfigurationPolicyList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, len(list.Items))
+		for i, p := range list.Items {
+			reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("policy-status").
+		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, byPolicyLabel).
+		Watches(&corev1.Node{}, allPolicies, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Complete(r)
+}
+
+// Reconcile writes the policy's conditions, only when they change.
+func (r *PolicyStatus) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes); err != nil {
+		return reconcile.Result{}, err
+	}
+	enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+	if err := r.Client.List(ctx, enactments, client.MatchingLabels{shared.PolicyLabel: policy.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	before := policy.Status.DeepCopy()
+	Summarize(policy, nodes.Items, enactments.Items)
+	if equality.Semantic.DeepEqual(before, &policy.Status) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, r.Client.Status().Update(ctx, policy)
+}
+
+var policyTypes = []string{shared.PolicyAvailable, shared.PolicyDegraded, shared.PolicyProgressing, shared.PolicyIgnored}
+
+// Summarize sets exactly one of Available, Degraded, Progressing, Ignored on the policy,
+// from the enactments of its current generation on the nodes it selects.
+func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment) {
+	sel := node.Policy{NodeSelector: policy.Spec.NodeSelector}
+	byNode := map[string]*v1beta1.NodeNetworkConfigurationEnactment{}
+	for i := range enactments {
+		byNode[enactments[i].Labels[shared.NodeLabel]] = &enactments[i]
+	}
+	matching, available, failing := 0, 0, 0
+	for _, n := range nodes {
+		if !sel.Selects(n.Labels) {
+			continue
+		}
+		matching++
+		e, ok := byNode[n.Name]
+		if !ok || e.Status.PolicyGeneration != policy.Generation {
+			continue
+		}
+		switch {
+		case node.IsTrue(e, shared.EnactmentAvailable, ""):
+			available++
+		case node.IsTrue(e, shared.EnactmentFailing, ""):
+			failing++
+		}
+	}
+	condType, reason, msg := shared.PolicyProgressing, shared.ReasonConfigurationProgressing,
+		fmt.Sprintf("%d/%d nodes configured, %d failed, %d in progress", available, matching, failing, matching-available-failing)
+	switch {
+	case matching == 0:
+		condType, reason, msg = shared.PolicyIgnored, shared.ReasonNoMatchingNode, "no node matches the node selector"
+	case failing > 0 && available+failing == matching:
+		condType, reason, msg = shared.PolicyDegraded, shared.ReasonFailedToConfigure, fmt.Sprintf("%d/%d nodes failed to configure", failing, matching)
+	case available == matching:
+		condType, reason, msg = shared.PolicyAvailable, shared.ReasonSuccessfullyConfigured, fmt.Sprintf("%d/%d nodes successfully configured", available, matching)
+	}
+	for _, t := range policyTypes {
+		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: policy.Generation}
+		if t == condType {
+			c.Status, c.Message = metav1.ConditionTrue, msg
+		}
+		meta.SetStatusCondition(&policy.Status.Conditions, c)
+	}
+}

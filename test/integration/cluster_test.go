@@ -1,0 +1,124 @@
+//go:build integration
+
+package integration_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+)
+
+// policyCondition returns "Type=Reason: message" of the policy's True condition.
+func policyCondition(name string) func() string {
+	return func() string {
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+			return err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Status == metav1.ConditionTrue {
+				return c.Type + "=" + c.Reason + ": " + c.Message
+			}
+		}
+		return "<none>"
+	}
+}
+
+var _ = Describe("the cluster controller", Ordered, func() {
+	ctx := context.Background()
+	pool := map[string]string{"pool": "c"}
+
+	// report writes an enactment as a handler on that node would.
+	report := func(nodeName, policy string, generation int64, set func(*v1beta1.NodeNetworkConfigurationEnactment, string)) {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + "." + policy}, e)
+		if err != nil {
+			e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "." + policy,
+				Labels: map[string]string{shared.NodeLabel: nodeName, shared.PolicyLabel: policy}}}
+			Expect(k8s.Create(ctx, e)).To(Succeed())
+		}
+		set(e, "from "+nodeName)
+		e.Status.PolicyGeneration = generation
+		Expect(k8s.Status().Update(ctx, e)).To(Succeed())
+	}
+
+	BeforeAll(func() {
+		for _, name := range []string{"c-1", "c-2", "c-3"} {
+			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "c"}}})).To(Succeed())
+		}
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+			Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect((&cluster.PolicyStatus{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+		mctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+		DeferCleanup(func() { cancel(); <-done })
+	})
+
+	It("reports a policy that selects no node as ignored", func() {
+		Expect(k8s.Create(ctx, policy("c-none", map[string]string{"pool": "nowhere"}, `{}`))).To(Succeed())
+		Eventually(policyCondition("c-none"), "10s").Should(Equal("Ignored=NoMatchingNode: no node matches the node selector"))
+	})
+
+	It("is progressing until every selected node reports, then available", func() {
+		Expect(k8s.Create(ctx, policy("c-br", pool, `{"interfaces":[{"name":"br9","type":"linux-bridge"}]}`))).To(Succeed())
+		Eventually(policyCondition("c-br"), "10s").Should(Equal("Progressing=ConfigurationProgressing: 0/3 nodes configured, 0 failed, 3 in progress"))
+		report("c-1", "c-br", 1, node.SetAvailable)
+		report("c-2", "c-br", 1, node.SetAvailable)
+		Eventually(policyCondition("c-br"), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 2/3"))
+		report("c-3", "c-br", 1, node.SetAvailable)
+		Eventually(policyCondition("c-br"), "10s").Should(Equal("Available=SuccessfullyConfigured: 3/3 nodes successfully configured"))
+	})
+
+	It("counts only enactments of the current generation", func() {
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-br"}, p)).To(Succeed())
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"br9","type":"linux-bridge","mtu":9000}]}`)}
+		Expect(k8s.Update(ctx, p)).To(Succeed())
+		Eventually(policyCondition("c-br"), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 0/3"))
+		for _, n := range []string{"c-1", "c-2"} {
+			report(n, "c-br", 2, node.SetAvailable)
+		}
+		report("c-3", "c-br", 2, node.SetFailing)
+		Eventually(policyCondition("c-br"), "10s").Should(Equal("Degraded=FailedToConfigure: 1/3 nodes failed to configure"))
+	})
+
+	It("follows node label changes and writes nothing when nothing changed", func() {
+		n := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-3"}, n)).To(Succeed())
+		n.Labels["pool"] = "other"
+		Expect(k8s.Update(ctx, n)).To(Succeed())
+		Eventually(policyCondition("c-br"), "10s").Should(Equal("Available=SuccessfullyConfigured: 2/2 nodes successfully configured"))
+
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-br"}, p)).To(Succeed())
+		version := p.ResourceVersion
+		since := meta.FindStatusCondition(p.Status.Conditions, shared.PolicyAvailable).LastTransitionTime
+		report("c-1", "c-br", 2, node.SetAvailable) // an enactment write that changes nothing
+		Consistently(func() string {
+			got := &nmstatev1.NodeNetworkConfigurationPolicy{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-br"}, got)).To(Succeed())
+			return got.ResourceVersion
+		}, "1s").Should(Equal(version))
+		Expect(since.IsZero()).To(BeFalse())
+	})
+})
