@@ -15,9 +15,12 @@ if [ -f "$DIR/.complete" ]; then
 fi
 export PATH="$PATH:/usr/local/go/bin"
 export GOFLAGS=-mod=mod CGO_ENABLED=0
+mkdir -p "$CACHE"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/apiserver" "$work/etcd" "$work/out"
+# The output is staged inside the cache so the final rename is atomic (same filesystem).
+out=$(mktemp -d "$CACHE/.envtest-build.XXXXXX")
+trap 'rm -rf "$work" "$out"' EXIT
+mkdir -p "$work/apiserver" "$work/etcd"
 
 staging="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
 cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api cri-client
@@ -37,7 +40,7 @@ echo "envtest-assets.sh: building kube-apiserver v$KUBE_VERSION (about 5 minutes
   printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' > tools.go
   go mod tidy >&2
   minor="${KUBE_VERSION#1.}"; minor="${minor%%.*}"
-  go build -trimpath -o "$work/out/kube-apiserver" -ldflags "-s -w \
+  go build -trimpath -o "$out/kube-apiserver" -ldflags "-s -w \
     -X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION \
     -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
     k8s.io/kubernetes/cmd/kube-apiserver
@@ -49,12 +52,15 @@ echo "envtest-assets.sh: building etcd v$ETCD_VERSION (about 1 minute)" >&2
   printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' > main.go
   go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
   go mod tidy >&2
-  go build -trimpath -ldflags "-s -w" -o "$work/out/etcd" .
+  go build -trimpath -ldflags "-s -w" -o "$out/etcd" .
 )
-"$work/out/kube-apiserver" --version >&2
-"$work/out/etcd" --version >&2 | head -1
-touch "$work/out/.complete"
-mkdir -p "$CACHE"
-rm -rf "$DIR"
-mv "$work/out" "$DIR"
+"$out/kube-apiserver" --version >&2
+"$out/etcd" --version >&2
+touch "$out/.complete"
+chmod 755 "$out"
+# A concurrent run may have finished first: keep its complete directory.
+if [ ! -f "$DIR/.complete" ]; then
+  rm -rf "$DIR"
+  mv -T "$out" "$DIR"
+fi
 echo "$DIR"

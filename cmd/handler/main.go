@@ -63,9 +63,10 @@ func run(nodeName, bus, layoutFile string) error {
 		return err
 	}
 	h := &node.Handler{
-		Client:   mgr.GetClient(),
-		NodeName: nodeName,
-		Engine:   engine{nm},
+		Client:    mgr.GetClient(),
+		NodeName:  nodeName,
+		Engine:    engine{nm},
+		APIReader: mgr.GetAPIReader(),
 		BootID: func() (string, error) {
 			b, err := os.ReadFile(bootIDFile)
 			return strings.TrimSpace(string(b)), err

@@ -41,6 +41,11 @@ func SetProgressing(e *v1beta1.NodeNetworkConfigurationEnactment, message string
 	setEnactment(e, shared.EnactmentProgressing, shared.ReasonConfigurationProgressing, message)
 }
 
+// SetPending: the policy waits for a rollout slot (maxUnavailable).
+func SetPending(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
+	setEnactment(e, shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, message)
+}
+
 // IsTrue reports whether the enactment's condition of that type is True with that reason.
 func IsTrue(e *v1beta1.NodeNetworkConfigurationEnactment, condType, reason string) bool {
 	c := meta.FindStatusCondition(e.Status.Conditions, condType)

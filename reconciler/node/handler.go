@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -50,7 +52,16 @@ type Handler struct {
 	// Degraded returns why the node's overlay is not in use, or "": policies applied
 	// then would become permanent, so none is.
 	Degraded func() (string, error)
+	// APIReader reads other nodes' enactments and readiness for rollout admission,
+	// uncached: the decision must see the latest claims.
+	APIReader client.Reader
+	// SlotTimeout is how long another node's Progressing enactment holds a rollout slot:
+	// a handler that died mid-apply frees its slot after it. Default 5 minutes.
+	SlotTimeout time.Duration
 }
+
+// pendingRetry is how often a node waiting for a rollout slot asks again.
+const pendingRetry = 2 * time.Second
 
 // CacheOptions scope the handler's cache to its own node: its Node, its enactments and
 // its NodeNetworkState; policies are cluster-wide.
@@ -107,7 +118,9 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 
 	var selected []Policy
 	generation := map[string]int64{}
-	for _, p := range policies.Items {
+	byName := map[string]*nmstatev1.NodeNetworkConfigurationPolicy{}
+	for i, p := range policies.Items {
+		byName[p.Name] = &policies.Items[i]
 		pol := Policy{Name: p.Name, Generation: p.Generation, NodeSelector: p.Spec.NodeSelector,
 			Capture: p.Spec.Capture, DesiredState: p.Spec.DesiredState.Raw}
 		if pol.Selects(node.Labels) {
@@ -144,6 +157,60 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			}
 		}
 		return reconcile.Result{}, nil
+	}
+
+	// A new generation of a policy takes a rollout slot first; re-applying after a boot
+	// does not (the policy was rolled out already).
+	var rollout []string
+	for _, name := range plan.Applied {
+		e, ok := existing[name]
+		settled := ok && e.Status.PolicyGeneration == generation[name] &&
+			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, ""))
+		if !settled { // this generation was never applied here (new, or still waiting)
+			rollout = append(rollout, name)
+		}
+	}
+	var waiting []string
+	for _, name := range rollout {
+		e, err := h.enactment(ctx, node, name, existing)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		// Claim a slot only when one looks free, so a waiting node does not flap.
+		if full, why, err := h.slotsFull(ctx, byName[name], nil); err != nil {
+			return reconcile.Result{}, err
+		} else if full {
+			waiting = append(waiting, why)
+			continue
+		}
+		SetProgressing(e, "claiming a rollout slot on "+h.NodeName)
+		e.Status.PolicyGeneration = generation[name]
+		if err := h.Client.Status().Update(ctx, e); err != nil {
+			return reconcile.Result{}, err
+		}
+		// Two nodes may have claimed the last slot at once: the later one steps back.
+		if full, why, err := h.slotsFull(ctx, byName[name], e); err != nil {
+			return reconcile.Result{}, err
+		} else if full {
+			waiting = append(waiting, why)
+		}
+	}
+	if len(waiting) > 0 {
+		// Nothing is applied until every new generation has a slot.
+		msg := "waiting for a rollout slot: " + strings.Join(waiting, "; ")
+		for _, name := range rollout {
+			e := existing[name]
+			if IsTrue(e, shared.EnactmentPending, "") && findCondition(e, shared.EnactmentPending).Message == msg &&
+				e.Status.PolicyGeneration == generation[name] {
+				continue // nothing changed: no write, no timestamp moved
+			}
+			SetPending(e, msg)
+			e.Status.PolicyGeneration = generation[name]
+			if err := h.Client.Status().Update(ctx, e); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{RequeueAfter: pendingRetry}, nil
 	}
 
 	for _, name := range plan.Applied {
@@ -253,6 +320,81 @@ func (h *Handler) deleteStale(ctx context.Context, existing map[string]*v1beta1.
 			_ = client.IgnoreNotFound(h.Client.Delete(ctx, e))
 		}
 	}
+}
+
+// slotsFull decides whether this node must wait to apply a new generation of policy.
+// The slots are the policy's enactments of that generation that are Progressing: no
+// counter is kept anywhere, so nothing can leak. Another node's claim counts only while
+// that node is Ready and the claim is younger than SlotTimeout (a rebooting node or a
+// dead handler frees its slot). With own (this node's claim, just written), claims are
+// ranked by time, then node name, and the first maxUnavailable go; without it, the
+// question is whether any slot is free at all.
+func (h *Handler) slotsFull(ctx context.Context, policy *nmstatev1.NodeNetworkConfigurationPolicy, own *v1beta1.NodeNetworkConfigurationEnactment) (bool, string, error) {
+	nodes := &corev1.NodeList{}
+	if err := h.APIReader.List(ctx, nodes); err != nil {
+		return false, "", err
+	}
+	ready := map[string]bool{}
+	matching := 0
+	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
+	for _, n := range nodes.Items {
+		if sel.Selects(n.Labels) {
+			matching++
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready[n.Name] = true
+			}
+		}
+	}
+	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
+	claims := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+	if err := h.APIReader.List(ctx, claims, client.MatchingLabels{shared.PolicyLabel: policy.Name}); err != nil {
+		return false, "", err
+	}
+	timeout := h.SlotTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	type slot struct {
+		node  string
+		since time.Time
+	}
+	var slots []slot
+	for _, e := range claims.Items {
+		nodeName := e.Labels[shared.NodeLabel]
+		c := findCondition(&e, shared.EnactmentProgressing)
+		if nodeName == h.NodeName || e.Status.PolicyGeneration != policy.Generation || c == nil ||
+			c.Status != metav1.ConditionTrue || !ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
+			continue
+		}
+		slots = append(slots, slot{nodeName, c.LastTransitionTime.Time})
+	}
+	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once and %d hold a slot", policy.Name, max, matching, len(slots))
+	if own == nil {
+		return len(slots) >= max, why, nil
+	}
+	mine := slot{h.NodeName, findCondition(own, shared.EnactmentProgressing).LastTransitionTime.Time}
+	ahead := 0
+	for _, s := range slots {
+		if s.since.Before(mine.since) || (s.since.Equal(mine.since) && s.node < mine.node) {
+			ahead++
+		}
+	}
+	return ahead >= max, why, nil
+}
+
+// maxUnavailable resolves the policy's maxUnavailable (default "50%", rounded up, at least 1).
+func maxUnavailable(v *intstr.IntOrString, matching int) int {
+	val := intstr.FromString("50%")
+	if v != nil {
+		val = *v
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&val, matching, true)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 func findCondition(e *v1beta1.NodeNetworkConfigurationEnactment, t string) *metav1.Condition {

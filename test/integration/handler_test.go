@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -87,7 +89,7 @@ func (n *simNode) start() {
 		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.name, Engine: n.engine,
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.name, Engine: n.engine, APIReader: mgr.GetAPIReader(),
 		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
 		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
 	}
@@ -243,6 +245,60 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		Expect(enactment("node-b", "br1")()).To(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "upper-on-tmpfs"))
 		_, after := nodes[1].engine.last()
 		Expect(after).To(Equal(before), "nothing applied")
+	})
+
+	It("waits for a rollout slot held by a ready node, and takes it when that node is not ready", func() {
+		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost", Labels: map[string]string{"rollout": "yes"}}}
+		Expect(k8s.Create(ctx, ghost)).To(Succeed())
+		setReady := func(ready corev1.ConditionStatus) {
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: "ghost"}, ghost)).To(Succeed())
+			ghost.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			Expect(k8s.Status().Update(ctx, ghost)).To(Succeed())
+		}
+		setReady(corev1.ConditionTrue)
+		// The ghost node claimed the only slot of generation 1 a moment ago.
+		claim := func(generation int64, since metav1.Time) {
+			e := &v1beta1.NodeNetworkConfigurationEnactment{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: "ghost.rollout"}, e); err != nil {
+				e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: "ghost.rollout",
+					Labels: map[string]string{shared.NodeLabel: "ghost", shared.PolicyLabel: "rollout"}}}
+				Expect(k8s.Create(ctx, e)).To(Succeed())
+			}
+			e.Status.PolicyGeneration = generation
+			e.Status.Conditions = []metav1.Condition{{Type: shared.EnactmentProgressing, Status: metav1.ConditionTrue,
+				Reason: shared.ReasonConfigurationProgressing, LastTransitionTime: since}}
+			Expect(k8s.Status().Update(ctx, e)).To(Succeed())
+		}
+		claim(1, metav1.Now())
+		one := intstr.FromInt32(1)
+		p := policy("rollout", map[string]string{"rollout": "yes"}, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1400}]}`)
+		p.Spec.MaxUnavailable = &one
+		n := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, n)).To(Succeed())
+		n.Labels["rollout"] = "yes"
+		Expect(k8s.Update(ctx, n)).To(Succeed())
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(enactment("node-a", "rollout"), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, "rollout: 1 of 2 nodes may apply it at once and 1 hold a slot"))
+		Consistently(enactment("node-a", "rollout"), "3s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, ""))
+		applied, _ := nodes[0].engine.last()
+		Expect(ifaceNames(applied)).NotTo(ContainElement("eth7"), "nothing applied while waiting")
+
+		setReady(corev1.ConditionFalse) // the node holding the slot rebooted: its claim no longer counts
+		Eventually(enactment("node-a", "rollout"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+
+		// Generation 2: the ghost's claim is ready but stale (a handler that died mid-apply).
+		setReady(corev1.ConditionTrue)
+		claim(2, metav1.NewTime(time.Now().Add(-10*time.Minute)))
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "rollout"}, p)).To(Succeed())
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)}
+		Expect(k8s.Update(ctx, p)).To(Succeed())
+		Eventually(func() int64 {
+			e := enactment("node-a", "rollout")()
+			if e == nil || !node.IsTrue(e, shared.EnactmentAvailable, "") {
+				return 0
+			}
+			return e.Status.PolicyGeneration
+		}, "10s").Should(Equal(int64(2)))
 	})
 
 	It("keeps working when an enactment is deleted by hand", func() {
