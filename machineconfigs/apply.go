@@ -60,7 +60,12 @@ func ApplyIgnition(root string, config []byte) error {
 }
 
 // RemoveIgnition deletes under root what ApplyIgnition wrote, as MCO's daemon does when a
-// MachineConfig is removed: files, unit files and drop-ins. Directories stay, as with MCO.
+// MachineConfig is removed (deleteStaleData): the files, the unit files and the drop-ins.
+// Like MCO it leaves every directory in place, including a drop-in dir that is now empty
+// (/etc/systemd/system/NetworkManager.service.d): `nm-overlay uninstall` removes that one.
+// Unlike MCO it does not also delete /etc/systemd/system/NetworkManager.service, which MCO
+// removes for a drop-in-only unit entry too; this project never writes that file and MCO
+// finds none on RHCOS.
 func RemoveIgnition(root string, config []byte) error {
 	cfg, err := parseAny(config)
 	if err != nil {

@@ -2,6 +2,7 @@ package machineconfigs
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
@@ -27,32 +28,51 @@ type Dropin struct {
 	Contents string
 }
 
-// HostFiles are the files the MachineConfig writes, for validated options.
-func HostFiles(o Options) []File {
+// Path is where MCO writes the unit file on the host ("" for a drop-in-only entry).
+func (u Unit) Path() string {
+	if u.Contents == "" {
+		return ""
+	}
+	return filepath.Join(overlay.SystemdUnitDir, u.Name)
+}
+
+// DropinPath is where MCO writes one of the unit's drop-ins on the host.
+func (u Unit) DropinPath(d Dropin) string {
+	return filepath.Join(overlay.SystemdUnitDir, u.Name+".d", d.Name)
+}
+
+// fileMode is the mode of every file and unit the MachineConfig writes (420 in Ignition's JSON).
+const fileMode os.FileMode = 0o644
+
+// Files are the files the MachineConfig writes (root-owned, mode 0644, overwritten), for
+// validated options.
+func Files(o Options) []File {
 	l := o.WithDefaults().Layout
 	return []File{
-		{Path: l.KeyfileDropInPath(), Mode: 0o644, Contents: l.KeyfileDropInContent()},
-		{Path: overlay.TmpfilesConf, Mode: 0o644, Contents: l.TmpfilesContent()},
-		{Path: overlay.LayoutFile, Mode: 0o644, Contents: string(l.MarshalLayoutFile())},
+		{Path: l.KeyfileDropInPath(), Mode: fileMode, Contents: l.KeyfileDropInContent()},
+		{Path: overlay.TmpfilesConf, Mode: fileMode, Contents: l.TmpfilesContent()},
+		{Path: overlay.LayoutFile, Mode: fileMode, Contents: string(l.MarshalLayoutFile())},
 	}
 }
 
-// HostUnits are the units the MachineConfig writes. None is enabled: the NetworkManager
-// drop-in pulls the helper in, the helper pulls the mount in. No preset or [Install]
-// section is involved, so nothing depends on how a systemd version enables units.
-func HostUnits(o Options) []Unit {
+// Units are the units the MachineConfig writes, for validated options. None is enabled:
+// the NetworkManager drop-in pulls the helper in, the helper pulls the mount in. No preset
+// or [Install] section is involved, so nothing depends on how a systemd version enables
+// units (and an escaped mount unit name never meets `systemctl enable`, MCO PR #2543).
+func Units(o Options) []Unit {
 	o = o.WithDefaults()
 	l := o.Layout
 	mount := lines(
 		"# Rendered by nmoverlay. Nothing requires this mount on purpose (no",
-		"# RequiredBy=NetworkManager.service): NetworkManager reads the merged dir only in a boot",
-		"# where nm-overlay verified this mount, so a failed mount must not stop NetworkManager.",
+		"# RequiredBy="+overlay.NMService+"): NetworkManager's keyfile path only switches to the merged",
+		"# dir in a boot where nm-overlay verified this mount, so a failed mount must not keep",
+		"# NetworkManager from starting.",
 		"[Unit]",
 		"Description=NetworkManager keyfile overlay (persistent lower, tmpfs upper)",
 		"Documentation=https://github.com/nmoverlay/nmoverlay",
 		"DefaultDependencies=no",
-		// tmpfiles-setup creates upper/work; it runs after local-fs.target, so this mount
-		// must not be ordered before local-fs.target.
+		// tmpfiles-setup creates upper/ and work/. It runs after local-fs.target, so this
+		// mount is not ordered before local-fs.target (that would be a cycle).
 		"Requires=systemd-tmpfiles-setup.service",
 		"After=systemd-tmpfiles-setup.service",
 		"Before="+overlay.HelperService+" "+overlay.NMService+" umount.target",
@@ -97,6 +117,23 @@ func HostUnits(o Options) []Unit {
 		{Name: overlay.HelperService, Contents: helper},
 		{Name: overlay.NMService, Dropins: []Dropin{{Name: overlay.NMServiceDropIn, Contents: nm}}},
 	}
+}
+
+// Paths lists every host path the MachineConfig writes: files, unit files and drop-ins.
+func Paths(o Options) []string {
+	var paths []string
+	for _, f := range Files(o) {
+		paths = append(paths, f.Path)
+	}
+	for _, u := range Units(o) {
+		if p := u.Path(); p != "" {
+			paths = append(paths, p)
+		}
+		for _, d := range u.Dropins {
+			paths = append(paths, u.DropinPath(d))
+		}
+	}
+	return paths
 }
 
 func lines(l ...string) string { return strings.Join(l, "\n") + "\n" }

@@ -1,8 +1,8 @@
 // Package machineconfigs renders the MachineConfigs (machineconfiguration.openshift.io/v1,
 // Ignition 3.x) that put NetworkManager's keyfile dir on the nmoverlay overlay, one per
-// MachineConfigPool. Options are typed and validated; errors name the field. Every path,
-// unit name and file content comes from package overlay, the one definition shared with
-// the host helper.
+// MachineConfigPool. Options are typed and validated; every error names the field. Every
+// path, unit name and file content comes from package overlay, the one definition shared
+// with the host helper.
 package machineconfigs
 
 import (
@@ -13,23 +13,26 @@ import (
 	"github.com/nmoverlay/nmoverlay/overlay"
 )
 
-// MachineConfig API identity and the labels this project sets.
+// MachineConfig API identity, the labels this project sets and the object name.
 const (
-	APIVersion     = "machineconfiguration.openshift.io/v1"
-	Kind           = "MachineConfig"
+	APIVersion = "machineconfiguration.openshift.io/v1"
+	Kind       = "MachineConfig"
+	// RoleLabel selects the MachineConfigPool; its value is the pool name.
 	RoleLabel      = "machineconfiguration.openshift.io/role"
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "nmoverlay"
+	// NameFormat is the MachineConfig's name for a pool. The 99- prefix sorts it after the
+	// platform's own MachineConfigs, as MCO recommends for additions.
+	NameFormat = "99-%s-nmoverlay"
 	// DefaultIgnitionVersion is accepted by every MCO from OCP 4.6 on.
 	DefaultIgnitionVersion = "3.2.0"
 )
 
-// Name is the MachineConfig's name for a pool. The 99- prefix sorts it after the
-// platform's own MachineConfigs, as MCO recommends for additions.
-func Name(pool string) string { return "99-" + pool + "-nmoverlay" }
+// Name is the MachineConfig's name for a pool.
+func Name(pool string) string { return fmt.Sprintf(NameFormat, pool) }
 
 // SupportedIgnitionVersions are the spec versions MCO accepts that this renderer emits:
-// 3.2.0 (OCP 4.6+), 3.4.0 (4.13+), 3.5.0 (4.19+). No MCO accepts 3.6.0.
+// 3.2.0 (OCP 4.6+), 3.4.0 (4.13+), 3.5.0 (4.19+). No MCO accepts 3.6.0 (experimental).
 var SupportedIgnitionVersions = []string{"3.2.0", "3.4.0", "3.5.0"}
 
 // BuiltinPools exist on every cluster; others must be declared as CustomPools.
@@ -47,11 +50,12 @@ type Options struct {
 	IgnitionVersion string
 	// Layout of the overlay on the host; overlay.DefaultLayout() when zero.
 	Layout overlay.Layout
-	// SafetyOptions for the mount; overlay.SafetyOptions when nil, none when empty.
+	// SafetyOptions for the mount, a subset of overlay.SafetyOptions; all of them when
+	// nil, none when empty (non-nil).
 	SafetyOptions []string
 }
 
-// Error is a validation error naming the option's field path.
+// Error is a validation error naming the option's field path, e.g. "pools[1]".
 type Error struct {
 	Field  string
 	Reason string
@@ -59,7 +63,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Field + ": " + e.Reason }
 
-var poolName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+// dns1123Label is a Kubernetes DNS-1123 label (the length is checked separately).
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // WithDefaults fills in what is unset.
 func (o Options) WithDefaults() Options {
@@ -75,29 +80,31 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Validate reports the first option that cannot be rendered, with its field path.
+// Validate reports the first option that cannot be rendered, as an *Error naming its field.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
 	for i, p := range o.CustomPools {
-		if err := checkPoolName(fmt.Sprintf("customPools[%d]", i), p); err != nil {
+		field := fmt.Sprintf("customPools[%d]", i)
+		if err := checkPoolName(field, p); err != nil {
 			return err
+		}
+		if slices.Contains(o.CustomPools[:i], p) {
+			return &Error{field, fmt.Sprintf("%q is listed twice", p)}
 		}
 	}
 	if len(o.Pools) == 0 {
 		return &Error{"pools", "no pool given (want master, worker or a declared custom pool)"}
 	}
-	seen := map[string]bool{}
 	for i, p := range o.Pools {
 		field := fmt.Sprintf("pools[%d]", i)
 		if err := checkPoolName(field, p); err != nil {
 			return err
 		}
-		if seen[p] {
+		if slices.Contains(o.Pools[:i], p) {
 			return &Error{field, fmt.Sprintf("%q is listed twice", p)}
 		}
-		seen[p] = true
 		if !slices.Contains(BuiltinPools, p) && !slices.Contains(o.CustomPools, p) {
-			return &Error{field, fmt.Sprintf("%q is not master or worker and not declared as a custom pool; "+
+			return &Error{field, fmt.Sprintf("%q is not master or worker and not declared as a custom pool (--custom-pool); "+
 				"MCO silently ignores a MachineConfig for a pool that does not exist", p)}
 		}
 	}
@@ -111,23 +118,22 @@ func (o Options) Validate() error {
 		}
 		return &Error{"layout", err.Error()}
 	}
-	seen = map[string]bool{}
 	for i, s := range o.SafetyOptions {
 		field := fmt.Sprintf("safetyOptions[%d]", i)
 		if !slices.Contains(overlay.SafetyOptions, s) {
 			return &Error{field, fmt.Sprintf("%q is not one of %v", s, overlay.SafetyOptions)}
 		}
-		if seen[s] {
+		if slices.Contains(o.SafetyOptions[:i], s) {
 			return &Error{field, fmt.Sprintf("%q is listed twice", s)}
 		}
-		seen[s] = true
 	}
 	return nil
 }
 
 func checkPoolName(field, p string) error {
-	if len(p) > 63 || !poolName.MatchString(p) {
-		return &Error{field, fmt.Sprintf("%q is not a valid pool name (lowercase letters, digits and '-', at most 63)", p)}
+	if len(p) > 63 || !dns1123Label.MatchString(p) {
+		return &Error{field, fmt.Sprintf("%q is not a valid pool name (a DNS-1123 label: lowercase letters, digits and '-', "+
+			"starting and ending with a letter or digit, at most 63 characters)", p)}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package machineconfigs
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -10,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/go-systemd/v22/unit"
 	"github.com/coreos/ignition/v2/config/util"
-	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
+	"github.com/coreos/vcontext/report"
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
 	v3_2 "github.com/coreos/ignition/v2/config/v3_2"
 	v3_4 "github.com/coreos/ignition/v2/config/v3_4"
+	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
 )
@@ -32,7 +31,11 @@ var goldenCases = []struct {
 	{"worker-master-3.4.0.yaml", Options{Pools: []string{"worker", "master"}, IgnitionVersion: "3.4.0"}},
 	{"infra-3.5.0-selinux.yaml", Options{
 		Pools: []string{"infra"}, CustomPools: []string{"infra"}, IgnitionVersion: "3.5.0",
-		Layout:        overlay.Layout{Lower: overlay.NMDefaultKeyfile, RunDir: "/run/nm-overlay", SELinuxContext: "system_u:object_r:NetworkManager_etc_rw_t:s0"},
+		Layout: overlay.Layout{
+			Lower:          overlay.NMDefaultKeyfile,
+			RunDir:         "/run/nm-overlay",
+			SELinuxContext: "system_u:object_r:NetworkManager_etc_rw_t:s0",
+		},
 		SafetyOptions: []string{"redirect_dir=off", "index=off"},
 	}},
 }
@@ -65,6 +68,27 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+// parse runs Ignition's own parser (and so validate.ValidateWithContext) for one version.
+func parse(t *testing.T, version string, config []byte) report.Report {
+	t.Helper()
+	var rpt report.Report
+	var err error
+	switch version {
+	case "3.2.0":
+		_, rpt, err = v3_2.Parse(config)
+	case "3.4.0":
+		_, rpt, err = v3_4.Parse(config)
+	case "3.5.0":
+		_, rpt, err = v3_5.Parse(config)
+	default:
+		t.Fatalf("no parser for %s", version)
+	}
+	if err != nil {
+		t.Fatalf("ignition %s: %v %s", version, err, rpt.String())
+	}
+	return rpt
+}
+
 // TestRenderedConfigsAreValidIgnition re-parses each MachineConfig's spec.config from the
 // YAML an administrator applies, with Ignition's own parser for its version, and decodes
 // every file back to the content package overlay defines.
@@ -90,23 +114,16 @@ func TestRenderedConfigsAreValidIgnition(t *testing.T) {
 					t.Fatal(err)
 				}
 				pool := tc.opts.Pools[i]
-				if mc.APIVersion != APIVersion || mc.Kind != Kind || mc.Metadata.Name != Name(pool) || mc.Metadata.Labels[RoleLabel] != pool {
+				if mc.APIVersion != APIVersion || mc.Kind != Kind || mc.Metadata.Name != "99-"+pool+"-nmoverlay" ||
+					mc.Metadata.Labels[RoleLabel] != pool || mc.Metadata.Labels[ManagedByLabel] != ManagedBy || len(mc.Metadata.Labels) != 2 {
 					t.Errorf("document %d: %+v", i, mc)
 				}
 				version, rpt, err := util.GetConfigVersion(mc.Spec.Config)
 				if err != nil || version.String() != o.IgnitionVersion {
 					t.Fatalf("version %v (%v %s), want %s", version, err, rpt.String(), o.IgnitionVersion)
 				}
-				switch o.IgnitionVersion {
-				case "3.2.0":
-					_, rpt, err = v3_2.Parse(mc.Spec.Config)
-				case "3.4.0":
-					_, rpt, err = v3_4.Parse(mc.Spec.Config)
-				case "3.5.0":
-					_, rpt, err = v3_5.Parse(mc.Spec.Config)
-				}
-				if err != nil || rpt.IsFatal() || len(rpt.Entries) != 0 {
-					t.Fatalf("ignition %s: %v %s", o.IgnitionVersion, err, rpt.String())
+				if rpt := parse(t, o.IgnitionVersion, mc.Spec.Config); rpt.IsFatal() || len(rpt.Entries) != 0 {
+					t.Fatalf("ignition %s: %s", o.IgnitionVersion, rpt.String())
 				}
 				checkContents(t, mc.Spec.Config, o)
 				if len(part) > 1536*1024 {
@@ -123,9 +140,11 @@ func checkContents(t *testing.T, config []byte, o Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]File{}
-	for _, f := range HostFiles(o) {
-		want[f.Path] = f
+	l := o.Layout
+	want := map[string]string{
+		l.KeyfileDropInPath(): l.KeyfileDropInContent(),
+		overlay.TmpfilesConf:  l.TmpfilesContent(),
+		overlay.LayoutFile:    string(l.MarshalLayoutFile()),
 	}
 	if len(cfg.Storage.Files) != len(want) {
 		t.Errorf("%d files, want %d", len(cfg.Storage.Files), len(want))
@@ -135,8 +154,16 @@ func checkContents(t *testing.T, config []byte, o Options) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := want[f.Path]; string(d.Data) != w.Contents || *f.Mode != int(w.Mode) {
-			t.Errorf("%s: decoded %q mode %o, want %q mode %o", f.Path, d.Data, *f.Mode, w.Contents, w.Mode)
+		w, ok := want[f.Path]
+		if !ok || string(d.Data) != w {
+			t.Errorf("%s: decoded %q, want %q", f.Path, d.Data, w)
+		}
+		if f.Mode == nil || *f.Mode != 0o644 || f.Overwrite == nil || !*f.Overwrite ||
+			f.User.Name == nil || *f.User.Name != "root" || f.Group.Name == nil || *f.Group.Name != "root" {
+			t.Errorf("%s: want root:root 0644 overwritten, got %+v", f.Path, f.Node)
+		}
+		if !strings.HasPrefix(*f.Contents.Source, "data:,") || strings.Contains(*f.Contents.Source, "+") {
+			t.Errorf("%s: not a plain percent-encoded data URL: %s", f.Path, *f.Contents.Source)
 		}
 	}
 	units := map[string]bool{}
@@ -146,99 +173,91 @@ func checkContents(t *testing.T, config []byte, o Options) {
 			t.Errorf("%s: enabled/mask set; units are pulled in by the NetworkManager drop-in", u.Name)
 		}
 	}
-	for _, name := range []string{o.Layout.MountUnit(), overlay.HelperService, overlay.NMService} {
+	if len(units) != 3 {
+		t.Errorf("units %v, want 3", units)
+	}
+	for _, name := range []string{l.MountUnit(), overlay.HelperService, overlay.NMService} {
 		if !units[name] {
 			t.Errorf("unit %s missing", name)
 		}
 	}
 }
 
-// TestUnits parses the rendered units with go-systemd and checks what the boot order and
-// fail-safe rest on.
-func TestUnits(t *testing.T) {
-	o := Options{Pools: []string{"worker"}, Layout: overlay.Layout{Lower: overlay.NMDefaultKeyfile, RunDir: "/run/nm-overlay"}}.WithDefaults()
-	opts := map[string]map[string][]string{}
-	for _, u := range HostUnits(o) {
-		contents := u.Contents
-		name := u.Name
-		if contents == "" {
-			contents, name = u.Dropins[0].Contents, u.Name+".d/"+u.Dropins[0].Name
+// TestDataURLRoundTrip encodes what url.QueryEscape would corrupt and decodes it with the
+// package Ignition (and MCO) use.
+func TestDataURLRoundTrip(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"a b+c%20d\n",
+		"path=/run/x,y;z?q#frag&k=v\t\\\"'\n",
+		"unicode: é ✓ \x00\xff\n",
+		overlay.DefaultLayout().TmpfilesContent(),
+	} {
+		u := dataURL(s)
+		if strings.Contains(u, "+") || strings.Contains(u, " ") {
+			t.Errorf("%q: encoded with '+' or a raw space: %s", s, u)
 		}
-		parsed, err := unit.DeserializeOptions(strings.NewReader(contents))
+		d, err := dataurl.DecodeString(u)
 		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+			t.Fatalf("%q: %v", s, err)
 		}
-		opts[name] = map[string][]string{}
-		for _, p := range parsed {
-			opts[name][p.Section+"."+p.Name] = append(opts[name][p.Section+"."+p.Name], p.Value)
-		}
-	}
-	mount := opts[o.Layout.MountUnit()]
-	if mount == nil {
-		t.Fatalf("no mount unit named %s: %v", o.Layout.MountUnit(), opts)
-	}
-	where := mount["Mount.Where"][0]
-	if got := unit.UnitNamePathEscape(where) + ".mount"; got != o.Layout.MountUnit() || got != `run-nm\x2doverlay-merged.mount` {
-		t.Errorf("mount unit %s for Where=%s (escaped %s)", o.Layout.MountUnit(), where, got)
-	}
-	expect := func(unitName, key, want string) {
-		t.Helper()
-		if v := strings.Join(opts[unitName][key], " "); !strings.Contains(v, want) {
-			t.Errorf("%s %s = %q, want it to contain %q", unitName, key, v, want)
+		if string(d.Data) != s {
+			t.Errorf("round trip of %q gave %q", s, d.Data)
 		}
 	}
-	expect(o.Layout.MountUnit(), "Unit.DefaultDependencies", "no")
-	expect(o.Layout.MountUnit(), "Unit.After", "systemd-tmpfiles-setup.service")
-	expect(o.Layout.MountUnit(), "Unit.Requires", "systemd-tmpfiles-setup.service")
-	expect(o.Layout.MountUnit(), "Unit.Before", overlay.NMService)
-	expect(o.Layout.MountUnit(), "Unit.Conflicts", "umount.target")
-	expect(o.Layout.MountUnit(), "Mount.Options", "lowerdir=/etc/NetworkManager/system-connections,upperdir=/run/nm-overlay/upper,workdir=/run/nm-overlay/work,redirect_dir=off,index=off,metacopy=off,xino=off")
-	if _, ok := mount["Unit.Before"]; ok && strings.Contains(strings.Join(mount["Unit.Before"], " "), "local-fs.target") {
-		t.Error("Before=local-fs.target makes a cycle with systemd-tmpfiles-setup.service")
+}
+
+// TestIgnitionVersion: one config, only ignition.version differs between the versions.
+func TestIgnitionVersion(t *testing.T) {
+	base, err := Ignition(Options{Pools: []string{"worker"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := mount["Install.RequiredBy"]; ok {
-		t.Error("RequiredBy= would let a failed mount stop NetworkManager")
-	}
-	expect(overlay.HelperService, "Unit.Before", overlay.NMService)
-	expect(overlay.HelperService, "Unit.Wants", o.Layout.MountUnit())
-	expect(overlay.HelperService, "Unit.ConditionFileIsExecutable", overlay.HelperBinary)
-	expect(overlay.HelperService, "Service.ExecStart", overlay.HelperBinary+" setup")
-	dropin := overlay.NMService + ".d/" + overlay.NMServiceDropIn
-	expect(dropin, "Unit.After", overlay.HelperService)
-	expect(dropin, "Unit.Wants", overlay.HelperService)
-	expect(dropin, "Service.EnvironmentFile", "-"+o.Layout.NMEnvFile())
-	if _, ok := opts[dropin]["Unit.Requires"]; ok {
-		t.Error("NetworkManager must not require the helper")
+	for _, v := range SupportedIgnitionVersions {
+		b, err := Ignition(Options{Pools: []string{"worker"}, IgnitionVersion: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Replace(string(b), `"version":"`+v+`"`, `"version":"3.2.0"`, 1); got != string(base) {
+			t.Errorf("%s differs from 3.2.0 beyond the version:\n%s\n%s", v, b, base)
+		}
 	}
 }
 
 func TestRenderRejects(t *testing.T) {
 	good := overlay.DefaultLayout()
 	layout := func(mod func(*overlay.Layout)) overlay.Layout { l := good; mod(&l); return l }
+	worker := []string{"worker"}
 	for _, tc := range []struct {
 		name          string
 		opts          Options
 		field, reason string
 	}{
-		{"unknown pool", Options{Pools: []string{"wroker"}}, "pools[0]", "not master or worker"},
+		{"unknown pool", Options{Pools: []string{"worker", "wroker"}}, "pools[1]", `"wroker" is not master or worker and not declared as a custom pool`},
 		{"uppercase pool", Options{Pools: []string{"Worker"}}, "pools[0]", "not a valid pool name"},
-		{"pool too long", Options{Pools: []string{strings.Repeat("a", 64)}, CustomPools: []string{strings.Repeat("a", 64)}}, "customPools[0]", "not a valid pool name"},
-		{"duplicate pool", Options{Pools: []string{"worker", "worker"}}, "pools[1]", "listed twice"},
+		{"pool with underscore", Options{Pools: []string{"my_pool"}, CustomPools: []string{"my_pool"}}, "customPools[0]", "DNS-1123"},
+		{"pool too long", Options{Pools: []string{strings.Repeat("a", 64)}, CustomPools: []string{strings.Repeat("a", 64)}}, "customPools[0]", "at most 63"},
+		{"empty pool", Options{Pools: []string{""}}, "pools[0]", "not a valid pool name"},
+		{"duplicate pool", Options{Pools: []string{"worker", "master", "worker"}}, "pools[2]", "listed twice"},
+		{"duplicate custom pool", Options{Pools: []string{"infra"}, CustomPools: []string{"infra", "infra"}}, "customPools[1]", "listed twice"},
 		{"no pools", Options{}, "pools", "no pool given"},
-		{"ignition 3.6.0", Options{Pools: []string{"worker"}, IgnitionVersion: "3.6.0"}, "ignitionVersion", "not supported"},
-		{"ignition 3.1.0", Options{Pools: []string{"worker"}, IgnitionVersion: "3.1.0"}, "ignitionVersion", "not supported"},
-		{"ignition 2.2.0", Options{Pools: []string{"worker"}, IgnitionVersion: "2.2.0"}, "ignitionVersion", "not supported"},
-		{"ignition banana", Options{Pools: []string{"worker"}, IgnitionVersion: "banana"}, "ignitionVersion", "not supported"},
-		{"relative run dir", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.RunDir = "run/x" })}, "layout.runDir", "not an absolute path"},
-		{"run dir under /tmp", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/tmp/x" })}, "layout.runDir", "under /tmp"},
-		{"run dir in /run/NetworkManager", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run/NetworkManager/x" })}, "layout.runDir", "NetworkManager's runtime dir"},
-		{"run dir /run", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run" })}, "layout.runDir", "below /run"},
-		{"run dir with comma", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run/a,b" })}, "layout.runDir", "cannot carry"},
-		{"lower under /run", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.Lower = "/run/keyfiles" })}, "layout.lower", "not persistent"},
-		{"lower not clean", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.Lower = "/etc/NetworkManager/../x" })}, "layout.lower", "not a clean path"},
-		{"bad selinux context", Options{Pools: []string{"worker"}, Layout: layout(func(l *overlay.Layout) { l.SELinuxContext = "etc_t" })}, "layout.selinuxContext", "not an SELinux context"},
-		{"unknown safety option", Options{Pools: []string{"worker"}, SafetyOptions: []string{"volatile"}}, "safetyOptions[0]", "not one of"},
-		{"duplicate safety option", Options{Pools: []string{"worker"}, SafetyOptions: []string{"index=off", "index=off"}}, "safetyOptions[1]", "listed twice"},
+		{"empty pools", Options{Pools: []string{}}, "pools", "no pool given"},
+		{"ignition 3.6.0", Options{Pools: worker, IgnitionVersion: "3.6.0"}, "ignitionVersion", `"3.6.0" is not supported`},
+		{"ignition 3.3.0", Options{Pools: worker, IgnitionVersion: "3.3.0"}, "ignitionVersion", "not supported"},
+		{"ignition 3.1.0", Options{Pools: worker, IgnitionVersion: "3.1.0"}, "ignitionVersion", "not supported"},
+		{"ignition 2.2.0", Options{Pools: worker, IgnitionVersion: "2.2.0"}, "ignitionVersion", "not supported"},
+		{"ignition banana", Options{Pools: worker, IgnitionVersion: "banana"}, "ignitionVersion", "not supported"},
+		{"relative run dir", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "run/x" })}, "layout.runDir", "not an absolute path"},
+		{"run dir under /tmp", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/tmp/x" })}, "layout.runDir", "under /tmp"},
+		{"run dir in /run/NetworkManager", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run/NetworkManager/x" })}, "layout.runDir", "NetworkManager's runtime dir"},
+		{"run dir /run", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run" })}, "layout.runDir", "below /run"},
+		{"run dir with comma", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run/a,b" })}, "layout.runDir", "cannot carry"},
+		{"lower under /run", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.Lower = "/run/keyfiles" })}, "layout.lower", "not persistent"},
+		{"lower not clean", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.Lower = "/etc/NetworkManager/../x" })}, "layout.lower", "not a clean path"},
+		{"bad selinux context", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.SELinuxContext = "etc_t" })}, "layout.selinuxContext", "not an SELinux context"},
+		{"selinux context with comma", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.SELinuxContext = "a:b:c:s0:c1,c2" })}, "layout.selinuxContext", "commas"},
+		{"unknown safety option", Options{Pools: worker, SafetyOptions: []string{"index=off", "volatile"}}, "safetyOptions[1]", `"volatile" is not one of`},
+		{"duplicate safety option", Options{Pools: worker, SafetyOptions: []string{"index=off", "index=off"}}, "safetyOptions[1]", "listed twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mcs, err := Render(tc.opts)
@@ -252,39 +271,31 @@ func TestRenderRejects(t *testing.T) {
 			if e.Field != tc.field || !strings.Contains(e.Reason, tc.reason) {
 				t.Errorf("got %q, want field %q and a reason containing %q", err, tc.field, tc.reason)
 			}
+			if !strings.HasPrefix(err.Error(), tc.field+": ") {
+				t.Errorf("%q does not start with the field path", err)
+			}
+			if b, err := Ignition(tc.opts); b != nil || err == nil {
+				t.Errorf("Ignition rendered %d bytes despite the error", len(b))
+			}
 		})
 	}
 }
 
-// TestApplyAndRemove writes the rendered config to a scratch root as MCO would and removes
-// it again: exactly the rendered paths appear and disappear.
-func TestApplyAndRemove(t *testing.T) {
-	root := t.TempDir()
-	o := Options{Pools: []string{"worker"}}
-	if err := WriteToRoot(root, o); err != nil {
-		t.Fatal(err)
-	}
-	l := overlay.DefaultLayout()
-	for _, p := range l.MachineConfigFiles() {
-		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
-			t.Errorf("%s not written: %v", p, err)
+func TestSafetyOptionsNoneAndSubset(t *testing.T) {
+	for _, tc := range []struct {
+		safety []string
+		want   string
+	}{
+		{nil, ",redirect_dir=off,index=off,metacopy=off,xino=off\n"},
+		{[]string{}, "workdir=/run/nmoverlay/work\n"},
+		{[]string{"xino=off"}, "workdir=/run/nmoverlay/work,xino=off\n"},
+	} {
+		o := Options{Pools: []string{"worker"}, SafetyOptions: tc.safety}
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	b, _ := os.ReadFile(filepath.Join(root, l.KeyfileDropInPath()))
-	if string(b) != l.KeyfileDropInContent() {
-		t.Errorf("keyfile drop-in = %q", b)
-	}
-	if err := RemoveFromRoot(root, o); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range l.MachineConfigFiles() {
-		if _, err := os.Stat(filepath.Join(root, p)); !os.IsNotExist(err) {
-			t.Errorf("%s still there: %v", p, err)
+		if mount := Units(o)[0].Contents; !strings.HasSuffix(mount, tc.want) {
+			t.Errorf("safety %v: mount unit ends %q, want %q", tc.safety, mount[len(mount)-80:], tc.want)
 		}
-	}
-	bad, _ := json.Marshal(map[string]any{"ignition": map[string]any{"version": "3.2.0"},
-		"systemd": map[string]any{"units": []any{map[string]any{"name": "x.service", "enabled": true, "contents": "[Unit]\n"}}}})
-	if err := ApplyIgnition(root, bad); err == nil || !strings.Contains(err.Error(), "systemd.units[0]") {
-		t.Errorf("enabled unit accepted: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package machineconfigs
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_2/types"
 	"github.com/coreos/vcontext/report"
@@ -23,11 +24,13 @@ type MachineConfig struct {
 	Spec       MachineConfigSpec `json:"spec"`
 }
 
+// ObjectMeta is the part of metav1.ObjectMeta a MachineConfig of this project sets.
 type ObjectMeta struct {
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
+// MachineConfigSpec carries the Ignition config; this project sets nothing else.
 type MachineConfigSpec struct {
 	// Config is the Ignition config, as JSON.
 	Config json.RawMessage `json:"config"`
@@ -40,25 +43,32 @@ var parsers = map[string]func([]byte) (report.Report, error){
 	"3.5.0": func(b []byte) (report.Report, error) { _, r, err := v3_5.Parse(b); return r, err },
 }
 
-// Ignition renders the Ignition config for validated options and validates it with
-// Ignition's parser for the requested version. The content is built once with the 3.2
-// types: every field used exists unchanged in 3.4 and 3.5, so only the version differs.
+// Ignition renders the Ignition config for options, as compact JSON, validated by
+// Ignition's own parser for the requested version (validate.ValidateWithContext): a report
+// with any entry is an error. The content is built once with the 3.2 types, the widest MCO
+// support, and validated as 3.2.0; for a newer version only ignition.version is rewritten
+// (every field used exists unchanged in 3.4 and 3.5) and the result validated again.
 func Ignition(o Options) ([]byte, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	o = o.WithDefaults()
-	cfg := types.Config{Ignition: types.Ignition{Version: o.IgnitionVersion}}
-	for _, f := range HostFiles(o) {
+	cfg := types.Config{Ignition: types.Ignition{Version: DefaultIgnitionVersion}}
+	for _, f := range Files(o) {
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
-			Node: types.Node{Path: f.Path, Overwrite: ptr(true), User: types.NodeUser{Name: ptr("root")}, Group: types.NodeGroup{Name: ptr("root")}},
+			Node: types.Node{
+				Path:      f.Path,
+				Overwrite: ptr(true),
+				User:      types.NodeUser{Name: ptr("root")},
+				Group:     types.NodeGroup{Name: ptr("root")},
+			},
 			FileEmbedded1: types.FileEmbedded1{
 				Contents: types.Resource{Source: ptr(dataURL(f.Contents))},
 				Mode:     ptr(int(f.Mode)),
 			},
 		})
 	}
-	for _, u := range HostUnits(o) {
+	for _, u := range Units(o) {
 		unit := types.Unit{Name: u.Name}
 		if u.Contents != "" {
 			unit.Contents = ptr(u.Contents)
@@ -68,15 +78,39 @@ func Ignition(o Options) ([]byte, error) {
 		}
 		cfg.Systemd.Units = append(cfg.Systemd.Units, unit)
 	}
-	b, err := compactJSON(cfg)
+	tree, err := jsonTree(cfg)
 	if err != nil {
 		return nil, err
 	}
-	rpt, err := parsers[o.IgnitionVersion](b)
-	if err != nil || rpt.IsFatal() || len(rpt.Entries) > 0 {
-		return nil, fmt.Errorf("ignition %s rejects the rendered config: %v %s", o.IgnitionVersion, err, rpt.String())
+	versions := []string{DefaultIgnitionVersion}
+	if o.IgnitionVersion != DefaultIgnitionVersion {
+		versions = append(versions, o.IgnitionVersion)
+	}
+	var b []byte
+	for _, v := range versions {
+		tree["ignition"].(map[string]any)["version"] = v
+		if b, err = json.Marshal(tree); err != nil {
+			return nil, err
+		}
+		if err := validateIgnition(v, b); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
+}
+
+// validateIgnition parses config with Ignition's package for version; any report entry
+// (error, warning or info) is an error, so what MCO applies is exactly what was rendered.
+func validateIgnition(version string, config []byte) error {
+	parse, ok := parsers[version]
+	if !ok {
+		return &Error{"ignitionVersion", fmt.Sprintf("%q has no parser", version)}
+	}
+	rpt, err := parse(config)
+	if err != nil || rpt.IsFatal() || len(rpt.Entries) > 0 {
+		return fmt.Errorf("ignition %s rejects the rendered config: %v: %s", version, err, strings.TrimSpace(rpt.String()))
+	}
+	return nil
 }
 
 // Render returns one validated MachineConfig per pool, or an error and none.
@@ -114,24 +148,27 @@ func Marshal(mcs []MachineConfig) ([]byte, error) {
 	return out, nil
 }
 
-// dataURL encodes contents the way Ignition decodes them: percent-encoding, never '+' for
-// a space (url.QueryEscape would corrupt every space).
+// dataURL encodes contents with the package Ignition and MCO decode data URLs with:
+// RFC 2396 percent-encoding, so a space is %20 and never '+' (url.QueryEscape would turn
+// every space into a literal '+' on the host).
 func dataURL(contents string) string {
 	return "data:," + dataurl.EscapeString(contents)
 }
 
-// compactJSON marshals v without the empty objects Ignition's generated types always emit
-// ("proxy": {}, "verification": {}), so the MachineConfig shows only what it sets.
-func compactJSON(v any) ([]byte, error) {
+// jsonTree is v as a JSON object, without the empty objects Ignition's generated types
+// always emit ("proxy": {}, "verification": {}), so the MachineConfig shows only what it sets.
+// json.Marshal sorts the keys of the tree, so the rendering is byte-for-byte stable.
+func jsonTree(v any) (map[string]any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	var tree any
+	var tree map[string]any
 	if err := json.Unmarshal(b, &tree); err != nil {
 		return nil, err
 	}
-	return json.Marshal(prune(tree))
+	prune(tree)
+	return tree, nil
 }
 
 func prune(v any) any {

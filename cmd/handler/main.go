@@ -6,12 +6,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -19,6 +23,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -29,15 +34,16 @@ func main() {
 	nodeName := flag.String("node", os.Getenv("NODE_NAME"), "the node this handler runs on (NODE_NAME)")
 	bus := flag.String("bus", "", "D-Bus address of NetworkManager's bus (default: the system bus)")
 	layoutFile := flag.String("layout", overlay.LayoutFile, "nm-overlay layout file")
+	dnsHost := flag.String("dns-probe-host", "", "name the DNS probe resolves (default: the API server's host name, if it is a name)")
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(*nodeName, *bus, *layoutFile); err != nil {
+	if err := run(*nodeName, *bus, *layoutFile, *dnsHost); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodeName, bus, layoutFile string) error {
+func run(nodeName, bus, layoutFile, dnsHost string) error {
 	if nodeName == "" {
 		return fmt.Errorf("no node name: set NODE_NAME or --node")
 	}
@@ -58,7 +64,8 @@ func run(nodeName, bus, layoutFile string) error {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(nodeName)})
+	cfg := ctrl.GetConfigOrDie()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(nodeName)})
 	if err != nil {
 		return err
 	}
@@ -67,6 +74,7 @@ func run(nodeName, bus, layoutFile string) error {
 		NodeName:  nodeName,
 		Engine:    engine{nm},
 		APIReader: mgr.GetAPIReader(),
+		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost),
 		BootID: func() (string, error) {
 			b, err := os.ReadFile(bootIDFile)
 			return strings.TrimSpace(string(b)), err
@@ -83,6 +91,50 @@ func run(nodeName, bus, layoutFile string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// probes are the checks between apply and commit; each is used only if it passes before
+// the apply (a gateway that was already unreachable does not block every policy).
+func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string) probe.Set {
+	set := probe.Set{Probes: []probe.Probe{
+		probe.Ping("default-gateway", func(ctx context.Context) (netip.Addr, error) { return defaultGateway(ctx, nm) }),
+		probe.APIServer(cfg),
+		probe.NodeReady(reader, nodeName),
+	}}
+	if dnsHost == "" {
+		if u, err := url.Parse(cfg.Host); err == nil {
+			if _, err := netip.ParseAddr(u.Hostname()); err != nil && u.Hostname() != "" {
+				dnsHost = u.Hostname()
+			}
+		}
+	}
+	if dnsHost != "" {
+		set.Probes = append(set.Probes, probe.DNS(dnsHost, nil))
+	}
+	return set
+}
+
+// defaultGateway is the next hop of the IPv4 (else IPv6) default route NetworkManager
+// reports now.
+func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr, error) {
+	s, err := nm.Show(ctx)
+	if err != nil || s.Routes == nil {
+		return netip.Addr{}, err
+	}
+	var v6 netip.Addr
+	for _, r := range s.Routes.Running {
+		gw, err := netip.ParseAddr(r.NextHopAddress)
+		if err != nil || gw.IsUnspecified() {
+			continue
+		}
+		switch r.Destination {
+		case "0.0.0.0/0":
+			return gw, nil
+		case "::/0":
+			v6 = gw
+		}
+	}
+	return v6, nil
 }
 
 // engine applies a node's whole state, pruning what no policy names any more.

@@ -25,8 +25,8 @@ Run "nmoverlay machineconfigs -h" for its flags.
 
 const (
 	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitError = 1 // the output could not be written
+	exitUsage = 2 // bad input; nothing was written
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -39,16 +39,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "machineconfigs":
 		return renderMachineConfigs(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "nmoverlay: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "nmoverlay: unknown command %q (see nmoverlay help)\n", args[0])
 		return exitUsage
 	}
 }
 
-// listFlag collects a repeatable, comma-separated flag.
+// listFlag collects a repeatable, comma-separated flag. Empty elements are kept, so that
+// validation reports them instead of silently dropping them.
 type listFlag struct {
 	values []string
 	set    bool
@@ -58,14 +59,12 @@ func (l *listFlag) String() string { return strings.Join(l.values, ",") }
 func (l *listFlag) Set(v string) error {
 	l.set = true
 	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			l.values = append(l.values, s)
-		}
+		l.values = append(l.values, strings.TrimSpace(s))
 	}
 	return nil
 }
 
-// flagFor maps an option's field path to the flag that sets it, for error messages.
+// flagFor maps an option's field path (without index) to the flag that sets it.
 var flagFor = map[string]string{
 	"pools":                 "--pool",
 	"customPools":           "--custom-pool",
@@ -76,24 +75,38 @@ var flagFor = map[string]string{
 	"safetyOptions":         "--safety-options",
 }
 
+const cmdName = "nmoverlay machineconfigs"
+
 func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("nmoverlay machineconfigs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := flag.NewFlagSet(cmdName, flag.ContinueOnError)
 	var pools, custom, safety listFlag
 	def := overlay.DefaultLayout()
 	fs.Var(&pools, "pool", "MachineConfigPool to render for; repeatable or comma-separated (default worker)")
-	fs.Var(&custom, "custom-pool", "a pool besides master and worker that exists in the cluster; repeatable")
-	version := fs.String("ignition-version", machineconfigs.DefaultIgnitionVersion, "Ignition spec version: "+strings.Join(machineconfigs.SupportedIgnitionVersions, ", "))
+	fs.Var(&custom, "custom-pool", "a pool besides master and worker that exists in the cluster; repeatable or comma-separated")
+	version := fs.String("ignition-version", machineconfigs.DefaultIgnitionVersion,
+		"Ignition spec version: "+strings.Join(machineconfigs.SupportedIgnitionVersions, ", ")+" (3.4.0 needs OCP 4.13+, 3.5.0 OCP 4.19+)")
 	lower := fs.String("lower", def.Lower, "persistent keyfile dir (the overlay's lower layer)")
 	runDir := fs.String("run-dir", def.RunDir, "dir below /run for upper, work and merged")
 	selinux := fs.String("selinux-context", "", "SELinux context for the merged files, e.g. system_u:object_r:NetworkManager_etc_rw_t:s0")
-	fs.Var(&safety, "safety-options", "overlay options that keep offline lower changes safe; comma-separated, or none (default "+strings.Join(overlay.SafetyOptions, ",")+")")
-	out := fs.String("o", "-", "output file; - for stdout")
+	fs.Var(&safety, "safety-options", "overlay options that keep offline changes to lower safe; comma-separated subset, or none (default "+
+		strings.Join(overlay.SafetyOptions, ",")+")")
+	out := fs.String("o", "-", "output file, replaced atomically; - for stdout")
+
+	// The flag package would print the whole usage after an error; print one line instead,
+	// and the usage only when asked for it.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintf(stdout, "Usage: %s [flags]\n\nRenders one MachineConfig per pool as YAML for oc apply -f -.\n\nFlags:\n", cmdName)
+			fs.PrintDefaults()
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", cmdName, err, cmdName)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "nmoverlay machineconfigs: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (see %s -h)\n", cmdName, fs.Arg(0), cmdName)
 		return exitUsage
 	}
 	opts := machineconfigs.Options{
@@ -111,14 +124,15 @@ func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
 			opts.SafetyOptions = []string{}
 		}
 	}
+	// Render everything before writing anything: bad input leaves no output at all.
 	mcs, err := machineconfigs.Render(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "nmoverlay machineconfigs: %s\n", describe(err))
+		fmt.Fprintf(stderr, "%s: %s\n", cmdName, describe(err))
 		return exitUsage
 	}
 	yaml, err := machineconfigs.Marshal(mcs)
 	if err != nil {
-		fmt.Fprintf(stderr, "nmoverlay machineconfigs: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
 		return exitError
 	}
 	if *out == "-" {
@@ -127,24 +141,21 @@ func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
 		err = overlay.WriteFileAtomic(*out, yaml, 0o644) // never a partial file
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "nmoverlay machineconfigs: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
 		return exitError
 	}
 	return exitOK
 }
 
-// describe prefixes a validation error with the flag that sets the field.
+// describe prefixes a validation error with the flag that sets the field, on one line.
 func describe(err error) string {
+	msg := err.Error()
 	var e *machineconfigs.Error
-	if !errors.As(err, &e) {
-		return err.Error()
+	if errors.As(err, &e) {
+		field, _, _ := strings.Cut(e.Field, "[")
+		if f, ok := flagFor[field]; ok {
+			msg = f + ": " + msg
+		}
 	}
-	field := e.Field
-	if i := strings.IndexByte(field, '['); i >= 0 {
-		field = field[:i]
-	}
-	if f, ok := flagFor[field]; ok {
-		return f + ": " + e.Error()
-	}
-	return e.Error()
+	return strings.ReplaceAll(msg, "\n", " ")
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -55,6 +56,8 @@ type Handler struct {
 	// APIReader reads other nodes' enactments and readiness for rollout admission,
 	// uncached: the decision must see the latest claims.
 	APIReader client.Reader
+	// Probes run after each apply, before its commit; a failure rolls the apply back.
+	Probes probe.Set
 	// SlotTimeout is how long another node's Progressing enactment holds a rollout slot:
 	// a handler that died mid-apply frees its slot after it. Default 5 minutes.
 	SlotTimeout time.Duration
@@ -255,10 +258,19 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return reconcile.Result{}, applyErr
 }
 
+// apply applies desired, probes the node and commits, or rolls back when a probe that
+// passed before the apply fails after it.
 func (h *Handler) apply(ctx context.Context, desired state.State) error {
+	healthy := h.Probes.Baseline(ctx)
 	tx, err := h.Engine.Apply(ctx, desired)
 	if err != nil {
 		return err
+	}
+	if err := h.Probes.Verify(ctx, healthy); err != nil {
+		if rbErr := tx.Rollback(ctx); rbErr != nil {
+			return fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr)
+		}
+		return fmt.Errorf("%w; rolled back", err)
 	}
 	return tx.Commit(ctx)
 }

@@ -23,20 +23,44 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
 // engineDouble stands in for NetworkManager (tested for real in the node and VM tiers):
 // it records every desired state it is given and fails states naming a "broken" interface.
 type engineDouble struct {
-	mu      sync.Mutex
-	applied []state.State
+	mu        sync.Mutex
+	applied   []state.State
+	rollbacks int
 }
 
-type txDouble struct{}
+type txDouble struct{ e *engineDouble }
 
-func (txDouble) Commit(context.Context) error   { return nil }
-func (txDouble) Rollback(context.Context) error { return nil }
+func (txDouble) Commit(context.Context) error { return nil }
+
+// Rollback undoes the last apply, as the engine's checkpoint does.
+func (t txDouble) Rollback(context.Context) error {
+	t.e.mu.Lock()
+	defer t.e.mu.Unlock()
+	t.e.rollbacks++
+	t.e.applied = t.e.applied[:len(t.e.applied)-1]
+	return nil
+}
+
+// gatewayProbe fails while the last applied state has an interface "cutgw0", as a real
+// gateway probe would after a policy that breaks the default route.
+func (e *engineDouble) gatewayProbe() probe.Probe {
+	return probe.Func{ProbeName: "default-gateway", Fn: func(context.Context) error {
+		s, _ := e.last()
+		for _, it := range s.Interfaces {
+			if it.Name == "cutgw0" {
+				return errors.New("no echo reply from 192.0.2.1")
+			}
+		}
+		return nil
+	}}
+}
 
 func (e *engineDouble) Apply(_ context.Context, s state.State) (node.Transaction, error) {
 	for _, it := range s.Interfaces {
@@ -47,7 +71,7 @@ func (e *engineDouble) Apply(_ context.Context, s state.State) (node.Transaction
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.applied = append(e.applied, s)
-	return txDouble{}, nil
+	return txDouble{e}, nil
 }
 
 func (e *engineDouble) last() (state.State, int) {
@@ -92,6 +116,7 @@ func (n *simNode) start() {
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.name, Engine: n.engine, APIReader: mgr.GetAPIReader(),
 		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
 		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
+		Probes:   probe.Set{Probes: []probe.Probe{n.engine.gatewayProbe()}, Timeout: 500 * time.Millisecond},
 	}
 	Expect(h.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -206,6 +231,22 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		Expect(k8s.Create(ctx, policy("broken", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"broken0","type":"dummy"}]}`))).To(Succeed())
 		Eventually(enactment("node-a", "broken"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "broken0: does not exist"))
 		Expect(k8s.Delete(ctx, policy("broken", nil, ""))).To(Succeed())
+		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+	})
+
+	It("rolls back a change that breaks a probe, naming the probe", func() {
+		_, before := nodes[0].engine.last()
+		Expect(k8s.Create(ctx, policy("cut-gateway", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
+			"probe default-gateway failed: no echo reply from 192.0.2.1"))
+		nodes[0].engine.mu.Lock()
+		rollbacks := nodes[0].engine.rollbacks
+		nodes[0].engine.mu.Unlock()
+		Expect(rollbacks).To(BeNumerically(">=", 1))
+		applied, after := nodes[0].engine.last()
+		Expect(after).To(Equal(before), "the change was rolled back")
+		Expect(ifaceNames(applied)).NotTo(ContainElement("cutgw0"))
+		Expect(k8s.Delete(ctx, policy("cut-gateway", nil, ""))).To(Succeed())
 		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
 	})
 

@@ -1,0 +1,102 @@
+// Package probe checks, after an apply and before its commit, that the node can still do
+// what it must: reach its default gateway, resolve names, reach the API server, and stay
+// Ready. A probe that already fails before the apply is not used after it (the change is
+// not to blame). Healthy probes cost little: each returns at its first success.
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Probe is one connectivity check.
+type Probe interface {
+	Name() string
+	// Check returns nil when healthy; it is retried until it succeeds or ctx ends.
+	Check(ctx context.Context) error
+}
+
+// Func adapts a function to Probe.
+type Func struct {
+	ProbeName string
+	Fn        func(ctx context.Context) error
+}
+
+func (f Func) Name() string                    { return f.ProbeName }
+func (f Func) Check(ctx context.Context) error { return f.Fn(ctx) }
+
+// Set is the probes of one apply.
+type Set struct {
+	Probes []Probe
+	// Timeout bounds each probe after the apply; default 60 s.
+	Timeout time.Duration
+	// Before bounds each probe before the apply; default 5 s.
+	Before time.Duration
+}
+
+// Baseline runs every probe once before the apply and returns the ones that pass: only
+// those are used after it.
+func (s Set) Baseline(ctx context.Context) []Probe {
+	d := s.Before
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	var healthy []Probe
+	for _, p := range s.Probes {
+		if poll(ctx, p, d) == nil {
+			healthy = append(healthy, p)
+		}
+	}
+	return healthy
+}
+
+// Failure names the probe that failed and why.
+type Failure struct {
+	Probe string
+	Err   error
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("probe %s failed: %v", f.Probe, f.Err) }
+
+// Verify runs the given probes after the apply until each has succeeded once.
+func (s Set) Verify(ctx context.Context, probes []Probe) error {
+	d := s.Timeout
+	if d <= 0 {
+		d = 60 * time.Second
+	}
+	for _, p := range probes {
+		if err := poll(ctx, p, d); err != nil {
+			return &Failure{Probe: p.Name(), Err: err}
+		}
+	}
+	return nil
+}
+
+// poll checks p until it succeeds, with a short, growing pause (25 ms to 1 s), up to d.
+func poll(ctx context.Context, p Probe, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	pause := 25 * time.Millisecond
+	var last error
+	for {
+		attempt, cancelAttempt := context.WithTimeout(ctx, 2*time.Second)
+		last = p.Check(attempt)
+		cancelAttempt()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%w (still failing after %s)", last, d)
+			}
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		if pause *= 2; pause > time.Second {
+			pause = time.Second
+		}
+	}
+}

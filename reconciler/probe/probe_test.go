@@ -1,0 +1,114 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+func TestBaselineDropsProbesFailingBeforeTheApply(t *testing.T) {
+	ok := Func{"ok", func(context.Context) error { return nil }}
+	broken := Func{"broken", func(context.Context) error { return errors.New("down already") }}
+	got := Set{Probes: []Probe{ok, broken}, Before: 100 * time.Millisecond}.Baseline(context.Background())
+	if len(got) != 1 || got[0].Name() != "ok" {
+		t.Fatalf("baseline kept %v", got)
+	}
+}
+
+func TestVerifyNamesTheFailingProbe(t *testing.T) {
+	calls := 0
+	flaky := Func{"flaky", func(context.Context) error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}}
+	gone := Func{"default-gateway", func(context.Context) error { return errors.New("no echo reply from 192.0.2.1") }}
+	s := Set{Timeout: 300 * time.Millisecond}
+	start := time.Now()
+	if err := s.Verify(context.Background(), []Probe{flaky}); err != nil {
+		t.Fatalf("flaky probe: %v", err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("a probe that recovers after two tries took %v: retries must start fast", d)
+	}
+	err := s.Verify(context.Background(), []Probe{flaky, gone})
+	var f *Failure
+	if !errors.As(err, &f) || f.Probe != "default-gateway" || !strings.Contains(err.Error(), "192.0.2.1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestPingLoopback sends real ICMP echoes to this machine's loopback (root only).
+func TestPingLoopback(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("raw ICMP sockets need root")
+		}
+		t.Skip("raw ICMP sockets need root")
+	}
+	for _, a := range []string{"127.0.0.1", "::1"} {
+		p := Ping("default-gateway", func(context.Context) (netip.Addr, error) { return netip.MustParseAddr(a), nil })
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := p.Check(ctx); err != nil {
+			t.Errorf("ping %s: %v", a, err)
+		}
+		cancel()
+	}
+	none := Ping("default-gateway", func(context.Context) (netip.Addr, error) { return netip.Addr{}, nil })
+	if err := none.Check(context.Background()); err == nil {
+		t.Error("no gateway must fail")
+	}
+}
+
+// TestDNS resolves against a real UDP name server on loopback that this test runs.
+func TestDNS(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var q dnsmessage.Message
+			if q.Unpack(buf[:n]) != nil || len(q.Questions) == 0 {
+				continue
+			}
+			r := dnsmessage.Message{Header: dnsmessage.Header{ID: q.ID, Response: true, Authoritative: true}, Questions: q.Questions}
+			if q.Questions[0].Name.String() == "api.example.test." {
+				if q.Questions[0].Type == dnsmessage.TypeA {
+					r.Answers = []dnsmessage.Resource{{Header: dnsmessage.ResourceHeader{Name: q.Questions[0].Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 5},
+						Body: &dnsmessage.AResource{A: [4]byte{192, 0, 2, 7}}}}
+				}
+			} else {
+				r.RCode = dnsmessage.RCodeNameError
+			}
+			out, _ := r.Pack()
+			_, _ = pc.WriteTo(out, from)
+		}
+	}()
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := DNS("api.example.test", resolver).Check(ctx); err != nil {
+		t.Errorf("resolvable name: %v", err)
+	}
+	if err := DNS("missing.example.test", resolver).Check(ctx); err == nil {
+		t.Error("an unknown name must fail")
+	}
+}
