@@ -90,6 +90,16 @@ func run(nodeName, bus, layoutFile, dnsHost string) error {
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	changes, err := nm.Changes(ctx)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(&node.Reporter{
+		Client: mgr.GetClient(), NodeName: nodeName, Show: nm.Show, Changes: changes, NMVersion: nm.Version,
+		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
+	}); err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
 }
 
@@ -135,6 +145,29 @@ func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr,
 		}
 	}
 	return v6, nil
+}
+
+// overlayStatus is what NodeNetworkState says of the node's keyfile overlay: why it is
+// degraded, and every profile that lives only in the tmpfs layer, owned by a policy or not.
+func overlayStatus(layout overlay.Layout) (*v1beta1.OverlayStatus, error) {
+	st := &v1beta1.OverlayStatus{}
+	d, err := overlay.ReadDegraded(layout)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		st.Degraded = d.Reason
+		return st, nil
+	}
+	changes, err := overlay.Status(layout)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		st.Ephemeral = append(st.Ephemeral, v1beta1.EphemeralProfile{File: c.File, Change: string(c.Change), ID: c.ID,
+			Interface: c.Interface, Owned: c.User[networkmanager.OwnerKey] == networkmanager.OwnerValue})
+	}
+	return st, nil
 }
 
 // engine applies a node's whole state, pruning what no policy names any more.

@@ -12,42 +12,94 @@ import (
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 )
 
+// parseDocs splits multi-document YAML and parses each document strictly.
+func parseDocs(t *testing.T, b []byte) []machineconfigs.MachineConfig {
+	t.Helper()
+	var mcs []machineconfigs.MachineConfig
+	for _, doc := range strings.Split(string(b), "---\n")[1:] {
+		var mc machineconfigs.MachineConfig
+		if err := yaml.UnmarshalStrict([]byte(doc), &mc); err != nil {
+			t.Fatalf("%v in:\n%s", err, doc)
+		}
+		mcs = append(mcs, mc)
+	}
+	return mcs
+}
+
 func TestMachineConfigsToFile(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mc.yaml")
+	if err := os.WriteFile(out, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"machineconfigs", "--pool", "worker,infra", "--custom-pool", "infra", "--ignition-version", "3.4.0", "-o", out}, &stdout, &stderr)
-	if code != 0 {
+	code := run([]string{"machineconfigs", "--pool", "worker,infra", "--pool", "master", "--custom-pool", "infra",
+		"--ignition-version", "3.4.0", "-o", out}, &stdout, &stderr)
+	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if stdout.Len() != 0 || stderr.Len() != 0 {
+		t.Errorf("stdout %q stderr %q, want both empty with -o", stdout.String(), stderr.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := strings.Split(string(b), "---\n")[1:]
-	if len(docs) != 2 {
-		t.Fatalf("%d documents", len(docs))
+	mcs := parseDocs(t, b)
+	pools := []string{"worker", "infra", "master"}
+	if len(mcs) != len(pools) {
+		t.Fatalf("%d documents, want %d", len(mcs), len(pools))
 	}
-	for i, pool := range []string{"worker", "infra"} {
-		var mc machineconfigs.MachineConfig
-		if err := yaml.UnmarshalStrict([]byte(docs[i]), &mc); err != nil {
-			t.Fatal(err)
-		}
-		if mc.Metadata.Name != machineconfigs.Name(pool) || mc.Metadata.Labels[machineconfigs.RoleLabel] != pool {
+	for i, pool := range pools {
+		mc := mcs[i]
+		if mc.APIVersion != machineconfigs.APIVersion || mc.Kind != machineconfigs.Kind ||
+			mc.Metadata.Name != machineconfigs.Name(pool) || mc.Metadata.Labels[machineconfigs.RoleLabel] != pool {
 			t.Errorf("document %d: %+v", i, mc.Metadata)
 		}
 		if !strings.Contains(string(mc.Spec.Config), `"version":"3.4.0"`) {
-			t.Errorf("document %d is not Ignition 3.4.0", i)
+			t.Errorf("document %d is not Ignition 3.4.0: %s", i, mc.Spec.Config)
 		}
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("output file: %v %v", st, err)
 	}
 }
 
-func TestMachineConfigsDefaultsToWorker(t *testing.T) {
+func TestMachineConfigsDefaults(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"machineconfigs", "--safety-options", "none"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"machineconfigs"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "name: 99-worker-nmoverlay") || strings.Contains(stdout.String(), "index=off") {
-		t.Errorf("unexpected output:\n%s", stdout.String())
+	mcs := parseDocs(t, stdout.Bytes())
+	if len(mcs) != 1 || mcs[0].Metadata.Name != machineconfigs.Name("worker") {
+		t.Fatalf("want one worker MachineConfig, got %+v", mcs)
+	}
+	want, err := machineconfigs.Render(machineconfigs.Options{Pools: []string{"worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantYAML, _ := machineconfigs.Marshal(want)
+	if !bytes.Equal(stdout.Bytes(), wantYAML) {
+		t.Errorf("flag defaults differ from the package defaults")
+	}
+	if !strings.Contains(stdout.String(), "index=off") || !strings.Contains(stdout.String(), "version: 3.2.0") {
+		t.Errorf("defaults: want all safety options and Ignition 3.2.0:\n%s", stdout.String())
+	}
+}
+
+func TestMachineConfigsSafetyOptionsNone(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"machineconfigs", "--safety-options", "none", "--run-dir", "/run/nmo", "--selinux-context",
+		"system_u:object_r:NetworkManager_etc_rw_t:s0", "--lower", "/var/lib/keyfiles"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	s := stdout.String()
+	for _, want := range []string{
+		`Options=lowerdir=/var/lib/keyfiles,upperdir=/run/nmo/upper,workdir=/run/nmo/work,context="system_u:object_r:NetworkManager_etc_rw_t:s0"`,
+		"name: run-nmo-merged.mount",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
 	}
 }
 
@@ -56,41 +108,81 @@ func TestMachineConfigsBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--pool", "wroker"}, `--pool: pools[0]: "wroker" is not master or worker`},
+		{[]string{"--pool", "worker,wroker"}, `--pool: pools[1]: "wroker" is not master or worker and not declared as a custom pool`},
+		{[]string{"--pool", "Worker"}, `--pool: pools[0]: "Worker" is not a valid pool name`},
+		{[]string{"--pool", "worker", "--pool", "worker"}, `--pool: pools[1]: "worker" is listed twice`},
+		{[]string{"--pool", ""}, `--pool: pools[0]: "" is not a valid pool name`},
+		{[]string{"--pool", "infra", "--custom-pool", "In_fra"}, `--custom-pool: customPools[0]`},
 		{[]string{"--ignition-version", "3.6.0"}, `--ignition-version: ignitionVersion: "3.6.0" is not supported`},
+		{[]string{"--ignition-version", "banana"}, `--ignition-version: ignitionVersion: "banana" is not supported`},
 		{[]string{"--run-dir", "run/nmoverlay"}, `--run-dir: layout.runDir: "run/nmoverlay" is not an absolute path`},
 		{[]string{"--run-dir", "/tmp/nmoverlay"}, `--run-dir: layout.runDir: "/tmp/nmoverlay" is under /tmp`},
+		{[]string{"--run-dir", "/run/a,b"}, `--run-dir: layout.runDir: "/run/a,b" contains a character`},
 		{[]string{"--lower", "/run/keyfiles"}, `--lower: layout.lower: "/run/keyfiles" is not persistent`},
-		{[]string{"--selinux-context", "etc_t"}, `--selinux-context: layout.selinuxContext`},
-		{[]string{"--safety-options", "volatile"}, `--safety-options: safetyOptions[0]`},
+		{[]string{"--selinux-context", "etc_t"}, `--selinux-context: layout.selinuxContext: "etc_t" is not an SELinux context`},
+		{[]string{"--safety-options", "index=off,volatile"}, `--safety-options: safetyOptions[1]: "volatile" is not one of`},
+		{[]string{"--safety-options", ""}, `--safety-options: safetyOptions[0]: "" is not one of`},
+		{[]string{"--safety-options", "none,index=off"}, `--safety-options: safetyOptions[0]: "none" is not one of`},
+		{[]string{"--bogus"}, `flag provided but not defined: -bogus`},
+		{[]string{"--pool"}, `flag needs an argument: -pool`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "mc.yaml")
-			var stdout, stderr bytes.Buffer
-			code := run(append([]string{"machineconfigs", "-o", out}, tc.args...), &stdout, &stderr)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d", code, exitUsage)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "mc.yaml")
+			existing := filepath.Join(dir, "existing.yaml")
+			if err := os.WriteFile(existing, []byte("keep me\n"), 0o644); err != nil {
+				t.Fatal(err)
 			}
-			if !strings.Contains(stderr.String(), tc.want) {
-				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tc.want)
-			}
-			if strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
-				t.Errorf("want a one-line error, got %q", stderr.String())
+			for _, target := range []string{out, existing} {
+				var stdout, stderr bytes.Buffer
+				code := run(append([]string{"machineconfigs", "-o", target}, tc.args...), &stdout, &stderr)
+				if code != exitUsage {
+					t.Errorf("exit %d, want %d", code, exitUsage)
+				}
+				if !strings.Contains(stderr.String(), tc.want) {
+					t.Errorf("stderr %q, want it to contain %q", stderr.String(), tc.want)
+				}
+				if s := stderr.String(); !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 {
+					t.Errorf("want a one-line error, got %q", s)
+				}
+				if stdout.Len() != 0 {
+					t.Errorf("stdout not empty: %q", stdout.String())
+				}
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
 				t.Errorf("%s written despite the error", out)
 			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout not empty: %q", stdout.String())
+			if b, _ := os.ReadFile(existing); string(b) != "keep me\n" {
+				t.Errorf("existing output file changed to %q", b)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("files left in the output dir: %v", entries)
 			}
 		})
 	}
 }
 
-func TestUnknownCommand(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"frobnicate"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "unknown command") {
-		t.Errorf("exit %d, stderr %q", code, stderr.String())
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"help"}, exitOK, "nmoverlay machineconfigs [flags]", ""},
+		{[]string{"--help"}, exitOK, "nmoverlay machineconfigs [flags]", ""},
+		{[]string{"machineconfigs", "-h"}, exitOK, "-ignition-version", ""},
+		{nil, exitUsage, "", "Usage:"},
+		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tc.args, code, stdout.String(), stderr.String())
+		}
+		if tc.stdout == "" && stdout.Len() != 0 {
+			t.Errorf("%v: stdout %q, want empty", tc.args, stdout.String())
+		}
 	}
 }

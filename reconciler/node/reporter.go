@@ -1,0 +1,110 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// Reporter keeps the node's NodeNetworkState current: it reads the state when the engine
+// signals a change (and at start), and writes only when what it read differs from what
+// the object says, so an idle node costs the API server nothing.
+type Reporter struct {
+	Client    client.Client
+	NodeName  string
+	Show      func(ctx context.Context) (state.State, error)
+	Changes   <-chan struct{}
+	NMVersion func() (string, error)
+	// Overlay reports the node's keyfile overlay (nm-overlay's status and marker).
+	Overlay func() (*v1beta1.OverlayStatus, error)
+	// Resync re-reads even without a signal, to heal a missed one. Default 10 minutes.
+	Resync time.Duration
+}
+
+// Start runs until ctx ends (a controller-runtime Runnable).
+func (r *Reporter) Start(ctx context.Context) error {
+	resync := r.Resync
+	if resync <= 0 {
+		resync = 10 * time.Minute
+	}
+	logger := log.FromContext(ctx).WithName("nns-reporter")
+	for {
+		if err := r.Report(ctx); err != nil {
+			logger.Error(err, "reporting NodeNetworkState")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-r.Changes:
+			if !ok {
+				return nil
+			}
+		case <-time.After(resync):
+		}
+	}
+}
+
+// Report reads the state once and writes it if it changed.
+func (r *Reporter) Report(ctx context.Context) error {
+	current, err := r.Show(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(current)
+	if err != nil {
+		return err
+	}
+	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}}
+	if r.NMVersion != nil {
+		status.HostNetworkManagerVersion, _ = r.NMVersion()
+	}
+	if r.Overlay != nil {
+		if status.Overlay, err = r.Overlay(); err != nil {
+			return err
+		}
+	}
+	nns := &v1beta1.NodeNetworkState{}
+	err = r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, nns)
+	if apierrors.IsNotFound(err) {
+		nns = &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}
+		node := &corev1.Node{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, node); err == nil {
+			_ = controllerutil.SetOwnerReference(node, nns, r.Client.Scheme())
+		}
+		if err := r.Client.Create(ctx, nns); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if sameState(nns.Status.CurrentState.Raw, raw) && nns.Status.HostNetworkManagerVersion == status.HostNetworkManagerVersion &&
+		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) {
+		return nil
+	}
+	status.LastSuccessfulUpdateTime = metav1.Now()
+	nns.Status = status
+	return r.Client.Status().Update(ctx, nns)
+}
+
+// sameState compares two JSON documents by content (the API server may reorder keys).
+func sameState(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return equality.Semantic.DeepEqual(x, y)
+}
