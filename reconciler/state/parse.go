@@ -134,6 +134,29 @@ func (d *decoder) scalar(path string, v any) string {
 	return ""
 }
 
+// requiredInt reads m[key] as an integer in [min, max], failing when it is missing.
+func (d *decoder) requiredInt(path string, m map[string]any, key string, min, max int64) int {
+	v, ok := m[key]
+	if !ok {
+		d.fail(join(path, key), "required")
+		return 0
+	}
+	if n := d.integer(join(path, key), v, min, max); n != nil {
+		return *n
+	}
+	return 0
+}
+
+// requiredStr reads m[key] as a string, failing when it is missing.
+func (d *decoder) requiredStr(path string, m map[string]any, key string) string {
+	v, ok := m[key]
+	if !ok {
+		d.fail(join(path, key), "required")
+		return ""
+	}
+	return d.str(join(path, key), v)
+}
+
 func (d *decoder) strings(path string, v any) []string {
 	var out []string
 	for i, e := range d.list(path, v) {
@@ -374,22 +397,24 @@ func (d *decoder) bond(path string, v any) *BondConfig {
 	return b
 }
 
-// ports reads port (nmstate's name) or ports (its alias); one of them, not both.
-func (d *decoder) ports(path string, m map[string]any) []string {
-	key := "port"
+// portList returns the port list under port (nmstate's name) or ports (its alias), and the
+// key it was under; giving both is an error.
+func (d *decoder) portList(path string, m map[string]any) (string, any, bool) {
 	v, ok := m["port"]
-	if pv, has := m["ports"]; has {
+	if alias, has := m["ports"]; has {
 		if ok {
 			d.fail(join(path, "ports"), "give port or ports, not both")
 		}
-		key, v, ok = "ports", pv, true
+		return "ports", alias, true
 	}
-	if !ok {
-		return []string{}
-	}
-	out := d.strings(join(path, key), v)
-	if out == nil {
-		out = []string{}
+	return "port", v, ok
+}
+
+// ports reads a list of port names (bond, vrf).
+func (d *decoder) ports(path string, m map[string]any) []string {
+	out := []string{}
+	if key, v, ok := d.portList(path, m); ok {
+		out = append(out, d.strings(join(path, key), v)...)
 	}
 	return out
 }
@@ -399,20 +424,7 @@ func (d *decoder) vlan(path string, v any) *VLANConfig {
 	if !ok {
 		return nil
 	}
-	c := &VLANConfig{}
-	if v, ok := m["id"]; ok {
-		if n := d.integer(join(path, "id"), v, 1, 4094); n != nil {
-			c.ID = *n
-		}
-	} else {
-		d.fail(join(path, "id"), "required")
-	}
-	if v, ok := m["base-iface"]; ok {
-		c.BaseIface = d.str(join(path, "base-iface"), v)
-	} else {
-		d.fail(join(path, "base-iface"), "required")
-	}
-	return c
+	return &VLANConfig{ID: d.requiredInt(path, m, "id", 1, 4094), BaseIface: d.requiredStr(path, m, "base-iface")}
 }
 
 func (d *decoder) bridge(path string, v any) *BridgeConfig {
@@ -438,15 +450,7 @@ func (d *decoder) bridge(path string, v any) *BridgeConfig {
 			}
 		}
 	}
-	key := "port"
-	pv, ok := m["port"]
-	if alt, has := m["ports"]; has {
-		if ok {
-			d.fail(join(path, "ports"), "give port or ports, not both")
-		}
-		key, pv, ok = "ports", alt, true
-	}
-	if ok {
+	if key, pv, ok := d.portList(path, m); ok {
 		for i, e := range d.list(join(path, key), pv) {
 			b.Port = append(b.Port, d.bridgePort(index(join(path, key), i), e))
 		}
@@ -522,15 +526,7 @@ func (d *decoder) vrf(path string, v any) *VRFConfig {
 	if !ok {
 		return nil
 	}
-	c := &VRFConfig{Port: d.ports(path, m)}
-	if v, ok := m["route-table-id"]; ok {
-		if n := d.integer(join(path, "route-table-id"), v, 1, math.MaxUint32); n != nil {
-			c.RouteTableID = *n
-		}
-	} else {
-		d.fail(join(path, "route-table-id"), "required")
-	}
-	return c
+	return &VRFConfig{Port: d.ports(path, m), RouteTableID: d.requiredInt(path, m, "route-table-id", 1, math.MaxUint32)}
 }
 
 func (d *decoder) macvlan(path string, v any) *MACVLANConfig {
@@ -538,17 +534,7 @@ func (d *decoder) macvlan(path string, v any) *MACVLANConfig {
 	if !ok {
 		return nil
 	}
-	c := &MACVLANConfig{}
-	if v, ok := m["base-iface"]; ok {
-		c.BaseIface = d.str(join(path, "base-iface"), v)
-	} else {
-		d.fail(join(path, "base-iface"), "required")
-	}
-	if v, ok := m["mode"]; ok {
-		c.Mode = d.str(join(path, "mode"), v)
-	} else {
-		d.fail(join(path, "mode"), "required")
-	}
+	c := &MACVLANConfig{BaseIface: d.requiredStr(path, m, "base-iface"), Mode: d.requiredStr(path, m, "mode")}
 	if v, ok := m["promiscuous"]; ok {
 		c.Promiscuous = d.boolean(join(path, "promiscuous"), v)
 	}
@@ -560,14 +546,7 @@ func (d *decoder) vxlan(path string, v any) *VXLANConfig {
 	if !ok {
 		return nil
 	}
-	c := &VXLANConfig{}
-	if v, ok := m["id"]; ok {
-		if n := d.integer(join(path, "id"), v, 0, 16777215); n != nil {
-			c.ID = *n
-		}
-	} else {
-		d.fail(join(path, "id"), "required")
-	}
+	c := &VXLANConfig{ID: d.requiredInt(path, m, "id", 0, 16777215)}
 	if v, ok := m["base-iface"]; ok {
 		c.BaseIface = d.str(join(path, "base-iface"), v)
 	}
