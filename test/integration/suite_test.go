@@ -7,6 +7,8 @@ package integration_test
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,6 +73,10 @@ var _ = Describe("the test API server", func() {
 		Expect(v.GitVersion).To(HavePrefix("v1."))
 		Expect(v.GitVersion).NotTo(ContainSubstring("master"), "built without version ldflags")
 		Expect(strings.Count(v.GitVersion, ".")).To(Equal(2))
+		// The server answering is the binary hack/envtest-assets.sh built.
+		out, err := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-apiserver"), "--version").Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(string(out))).To(Equal("Kubernetes " + v.GitVersion))
 	})
 
 	It("stores and serves objects, and validates them", func() {
