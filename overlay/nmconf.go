@@ -137,7 +137,7 @@ func configEnabled(value, enableTag string) bool {
 		}
 		return strings.HasPrefix(pred, "nm-version")
 	}
-	any, positives := false, 0
+	matched, positives := false, 0
 	for _, p := range strings.Split(value, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -150,9 +150,9 @@ func configEnabled(value, enableTag string) bool {
 			continue
 		}
 		positives++
-		any = any || match(p)
+		matched = matched || match(p)
 	}
-	return any || positives == 0
+	return matched || positives == 0
 }
 
 // keyfile is a parsed GLib key file: section -> key -> value.

@@ -33,10 +33,8 @@ const (
 const (
 	saveToDisk = 0x1
 
-	checkpointDestroyAll                  = 0x1
 	checkpointDeleteNewConnections        = 0x2
 	checkpointDisconnectNewDevices        = 0x4
-	checkpointAllowOverlapping            = 0x8
 	activeStateActivated           uint32 = 2
 	activeStateDeactivated         uint32 = 4
 	deviceStateActivated           uint32 = 100

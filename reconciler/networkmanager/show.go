@@ -19,13 +19,12 @@ var deviceType = map[uint32]state.InterfaceType{
 
 // device is what Show reads of one device.
 type device struct {
-	path    dbus.ObjectPath
-	name    string
-	typ     state.InterfaceType
-	nmType  uint32
-	state   uint32
-	active  dbus.ObjectPath
-	managed bool
+	path   dbus.ObjectPath
+	name   string
+	typ    state.InterfaceType
+	nmType uint32
+	state  uint32
+	active dbus.ObjectPath
 }
 
 // objects is one snapshot of every NetworkManager object and its properties.
@@ -61,7 +60,6 @@ func (o objects) devices() []device {
 		d.nmType, _ = props["DeviceType"].Value().(uint32)
 		d.state, _ = props["State"].Value().(uint32)
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
-		d.managed, _ = props["Managed"].Value().(bool)
 		d.typ = deviceType[d.nmType]
 		out = append(out, d)
 	}
