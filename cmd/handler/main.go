@@ -124,27 +124,13 @@ func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, n
 	return set
 }
 
-// defaultGateway is the next hop of the IPv4 (else IPv6) default route NetworkManager
-// reports now.
+// defaultGateway is the default route's next hop NetworkManager reports now.
 func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr, error) {
 	s, err := nm.Show(ctx)
-	if err != nil || s.Routes == nil {
+	if err != nil {
 		return netip.Addr{}, err
 	}
-	var v6 netip.Addr
-	for _, r := range s.Routes.Running {
-		gw, err := netip.ParseAddr(r.NextHopAddress)
-		if err != nil || gw.IsUnspecified() {
-			continue
-		}
-		switch r.Destination {
-		case "0.0.0.0/0":
-			return gw, nil
-		case "::/0":
-			v6 = gw
-		}
-	}
-	return v6, nil
+	return state.DefaultGateway(s), nil
 }
 
 // overlayStatus is what NodeNetworkState says of the node's keyfile overlay: why it is

@@ -153,3 +153,24 @@ func TestOrderCycle(t *testing.T) {
 		t.Errorf("cycle not reported: %v", err)
 	}
 }
+
+func TestDefaultGateway(t *testing.T) {
+	m := func(v int) *int { return &v }
+	s := State{Routes: &Routes{Running: []Route{
+		{Destination: "0.0.0.0/0", NextHopAddress: "192.0.2.254", Metric: m(100), TableID: m(254)},
+		{Destination: "0.0.0.0/0", NextHopAddress: "192.0.2.99", Metric: m(10), TableID: m(254)},
+		{Destination: "0.0.0.0/0", NextHopAddress: "192.0.2.1", Metric: m(1), TableID: m(100)}, // another table
+		{Destination: "::/0", NextHopAddress: "2001:db8::1", Metric: m(1)},
+		{Destination: "198.51.100.0/24", NextHopAddress: "192.0.2.7", Metric: m(0)},
+	}}}
+	if got := DefaultGateway(s).String(); got != "192.0.2.99" {
+		t.Errorf("DefaultGateway = %s, want the lowest-metric IPv4 default in the main table", got)
+	}
+	s.Routes.Running = s.Routes.Running[3:]
+	if got := DefaultGateway(s).String(); got != "2001:db8::1" {
+		t.Errorf("IPv6 fallback = %s", got)
+	}
+	if DefaultGateway(State{}).IsValid() {
+		t.Error("no routes, no gateway")
+	}
+}

@@ -230,3 +230,34 @@ func strOrNone(p *string) string {
 	}
 	return *p
 }
+
+// DefaultGateway is the next hop of the default route in effect: the IPv4 one with the
+// lowest metric, else the IPv6 one; invalid when there is none.
+func DefaultGateway(s State) netip.Addr {
+	if s.Routes == nil {
+		return netip.Addr{}
+	}
+	best := map[bool]netip.Addr{}
+	bestMetric := map[bool]int{}
+	for _, r := range s.Routes.Running {
+		gw, err := netip.ParseAddr(r.NextHopAddress)
+		if err != nil || gw.IsUnspecified() || (r.Destination != "0.0.0.0/0" && r.Destination != "::/0") {
+			continue
+		}
+		if r.TableID != nil && *r.TableID != 254 && *r.TableID != 0 {
+			continue
+		}
+		metric := 0
+		if r.Metric != nil {
+			metric = *r.Metric
+		}
+		v4 := gw.Is4()
+		if !best[v4].IsValid() || metric < bestMetric[v4] {
+			best[v4], bestMetric[v4] = gw, metric
+		}
+	}
+	if best[true].IsValid() {
+		return best[true]
+	}
+	return best[false]
+}
