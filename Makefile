@@ -31,8 +31,8 @@ test-integration: envtest
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -tags integration ./test/integration/...
 
 # Real NetworkManager over D-Bus and real overlayfs, in the test's own namespaces.
-test-node: deps
-	$(GO) test -count=1 -timeout 15m -tags node ./test/node/...
+test-node: deps envtest
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/...
 
 rootfs: deps
 	@hack/rootfs.sh >/dev/null

@@ -143,10 +143,6 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 
-	// Enactments of policies that no longer select this node go once the engine has
-	// pruned what they applied.
-	defer h.deleteStale(ctx, existing, generation)
-
 	if degraded != "" {
 		for _, pol := range selected {
 			e, err := h.enactment(ctx, node, pol.Name, existing)
@@ -165,8 +161,13 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	// A new generation of a policy takes a rollout slot first; re-applying after a boot
 	// does not (the policy was rolled out already).
 	var rollout []string
+	// inEffect: already applied in this boot at this generation; a failed transaction
+	// (rolled back) leaves these in place, so they stay Available.
+	inEffect := map[string]bool{}
 	for _, name := range plan.Applied {
 		e, ok := existing[name]
+		inEffect[name] = ok && e.Status.PolicyGeneration == generation[name] && e.Status.BootID == boot &&
+			IsTrue(e, shared.EnactmentAvailable, "")
 		settled := ok && e.Status.PolicyGeneration == generation[name] &&
 			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, ""))
 		if !settled { // this generation was never applied here (new, or still waiting)
@@ -217,6 +218,9 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 
 	for _, name := range plan.Applied {
+		if inEffect[name] {
+			continue
+		}
 		e, err := h.enactment(ctx, node, name, existing)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -228,9 +232,17 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 	applyErr := h.apply(ctx, plan.Apply)
+	// Enactments of policies that no longer select this node go once the engine has
+	// pruned what they applied; if that failed, they stay and say why.
+	if err := h.settleStale(ctx, existing, generation, applyErr); err != nil {
+		return reconcile.Result{}, err
+	}
 	for _, name := range plan.Applied {
 		e := existing[name]
 		if applyErr != nil {
+			if inEffect[name] {
+				continue // rolled back to it: still applied
+			}
 			SetFailing(e, applyErr.Error())
 		} else {
 			SetAvailable(e, fmt.Sprintf("applied with %s in boot %s", strings.Join(plan.Applied, ", "), boot))
@@ -326,12 +338,23 @@ func (h *Handler) enactment(ctx context.Context, node *corev1.Node, policy strin
 	return e, nil
 }
 
-func (h *Handler) deleteStale(ctx context.Context, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, generation map[string]int64) {
+func (h *Handler) settleStale(ctx context.Context, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, generation map[string]int64, applyErr error) error {
 	for name, e := range existing {
-		if _, ok := generation[name]; !ok {
-			_ = client.IgnoreNotFound(h.Client.Delete(ctx, e))
+		if _, ok := generation[name]; ok {
+			continue
+		}
+		if applyErr == nil {
+			if err := h.Client.Delete(ctx, e); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		SetFailing(e, "removing this policy's changes from the node failed: "+applyErr.Error())
+		if err := h.Client.Status().Update(ctx, e); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // slotsFull decides whether this node must wait to apply a new generation of policy.

@@ -280,3 +280,11 @@ func KeyfilePathFromPrintConfig(printed, builtinDefault string) string {
 	}
 	return builtinDefault
 }
+
+// NetNSPath is the node's network namespace, for entering it from the host.
+func (n *Node) NetNSPath() string {
+	return filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "ns", "net")
+}
+
+// PID is a process inside the node's namespaces (for `ip link ... netns PID`).
+func (n *Node) PID() int { return n.holder.Process.Pid }
