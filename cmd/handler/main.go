@@ -72,7 +72,7 @@ func run(nodeName, bus, layoutFile, dnsHost string) error {
 	h := &node.Handler{
 		Client:    mgr.GetClient(),
 		NodeName:  nodeName,
-		Engine:    engine{nm},
+		Engine:    node.NetworkManager{Client: nm},
 		APIReader: mgr.GetAPIReader(),
 		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost),
 		BootID: func() (string, error) {
@@ -154,15 +154,4 @@ func overlayStatus(layout overlay.Layout) (*v1beta1.OverlayStatus, error) {
 			Interface: c.Interface, Owned: c.User[networkmanager.OwnerKey] == networkmanager.OwnerValue})
 	}
 	return st, nil
-}
-
-// engine applies a node's whole state, pruning what no policy names any more.
-type engine struct{ nm *networkmanager.Client }
-
-func (e engine) Apply(ctx context.Context, desired state.State) (node.Transaction, error) {
-	tx, err := e.nm.Apply(ctx, desired, networkmanager.ApplyOptions{Prune: true})
-	if err != nil {
-		return nil, err
-	}
-	return tx, nil
 }

@@ -59,16 +59,6 @@ func inNetNS(path string, fn func() error) error {
 	return <-errc
 }
 
-type pruningEngine struct{ nm *networkmanager.Client }
-
-func (e pruningEngine) Apply(ctx context.Context, s state.State) (node.Transaction, error) {
-	tx, err := e.nm.Apply(ctx, s, networkmanager.ApplyOptions{Prune: true, RollbackTimeout: 30 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	return tx, nil
-}
-
 // The handler against a real NetworkManager on an overlay node and a real API server: a
 // policy lands in the tmpfs layer, a policy that breaks the gateway is rolled back, a
 // reboot re-converges, a deleted policy's change is gone.
@@ -96,7 +86,7 @@ var _ = Describe("the handler on a real node", Ordered, func() {
 			s, err := nm.Show(ctx)
 			return state.DefaultGateway(s), err
 		})
-		h := &node.Handler{Client: mgr.GetClient(), NodeName: "e2e", Engine: pruningEngine{nm}, APIReader: mgr.GetAPIReader(),
+		h := &node.Handler{Client: mgr.GetClient(), NodeName: "e2e", Engine: node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}, APIReader: mgr.GetAPIReader(),
 			BootID: func() (string, error) { mu.Lock(); defer mu.Unlock(); return boot, nil },
 			Degraded: func() (string, error) {
 				b, err := os.ReadFile(n.PathInNode(layout.DegradedMarker()))
