@@ -28,38 +28,33 @@ import (
 )
 
 // engineDouble stands in for NetworkManager (tested for real in the node and VM tiers):
-// it records every desired state it is given and fails states naming a "broken" interface.
+// it keeps the state in effect, records every commit and rollback, and fails states
+// naming a "broken" interface.
 type engineDouble struct {
 	mu        sync.Mutex
-	applied   []state.State
+	current   state.State   // in effect: the last committed state
+	pending   *state.State  // applied, not yet committed or rolled back
+	commits   []state.State // every committed state, in order
 	rollbacks int
 }
 
 type txDouble struct{ e *engineDouble }
 
-func (txDouble) Commit(context.Context) error { return nil }
+func (t txDouble) Commit(context.Context) error {
+	t.e.mu.Lock()
+	defer t.e.mu.Unlock()
+	t.e.current = *t.e.pending
+	t.e.commits = append(t.e.commits, *t.e.pending)
+	t.e.pending = nil
+	return nil
+}
 
-// Rollback undoes the last apply, as the engine's checkpoint does.
 func (t txDouble) Rollback(context.Context) error {
 	t.e.mu.Lock()
 	defer t.e.mu.Unlock()
 	t.e.rollbacks++
-	t.e.applied = t.e.applied[:len(t.e.applied)-1]
+	t.e.pending = nil
 	return nil
-}
-
-// gatewayProbe fails while the last applied state has an interface "cutgw0", as a real
-// gateway probe would after a policy that breaks the default route.
-func (e *engineDouble) gatewayProbe() probe.Probe {
-	return probe.Func{ProbeName: "default-gateway", Fn: func(context.Context) error {
-		s, _ := e.last()
-		for _, it := range s.Interfaces {
-			if it.Name == "cutgw0" {
-				return errors.New("no echo reply from 192.0.2.1")
-			}
-		}
-		return nil
-	}}
 }
 
 func (e *engineDouble) Apply(_ context.Context, s state.State) (node.Transaction, error) {
@@ -70,17 +65,45 @@ func (e *engineDouble) Apply(_ context.Context, s state.State) (node.Transaction
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.applied = append(e.applied, s)
+	e.pending = &s
 	return txDouble{e}, nil
 }
 
+// inEffect is what the probes see: the pending state while a transaction is open.
+func (e *engineDouble) inEffect() state.State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pending != nil {
+		return *e.pending
+	}
+	return e.current
+}
+
+// last is the state in effect and the number of commits so far.
 func (e *engineDouble) last() (state.State, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.applied) == 0 {
-		return state.State{}, 0
-	}
-	return e.applied[len(e.applied)-1], len(e.applied)
+	return e.current, len(e.commits)
+}
+
+func (e *engineDouble) committed() []state.State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]state.State(nil), e.commits...)
+}
+
+// gatewayProbe fails while the last applied state has an interface "cutgw0", as a real
+// gateway probe would after a policy that breaks the default route.
+func (e *engineDouble) gatewayProbe() probe.Probe {
+	return probe.Func{ProbeName: "default-gateway", Fn: func(context.Context) error {
+		s := e.inEffect()
+		for _, it := range s.Interfaces {
+			if it.Name == "cutgw0" {
+				return errors.New("no echo reply from 192.0.2.1")
+			}
+		}
+		return nil
+	}}
 }
 
 func ifaceNames(s state.State) []string {
@@ -235,19 +258,21 @@ var _ = Describe("the per-node handler", Ordered, func() {
 	})
 
 	It("rolls back a change that breaks a probe, naming the probe", func() {
-		_, before := nodes[0].engine.last()
 		Expect(k8s.Create(ctx, policy("cut-gateway", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
 		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
 			"probe default-gateway failed: no echo reply from 192.0.2.1"))
-		nodes[0].engine.mu.Lock()
-		rollbacks := nodes[0].engine.rollbacks
-		nodes[0].engine.mu.Unlock()
-		Expect(rollbacks).To(BeNumerically(">=", 1))
-		applied, after := nodes[0].engine.last()
-		Expect(after).To(Equal(before), "the change was rolled back")
-		Expect(ifaceNames(applied)).NotTo(ContainElement("cutgw0"))
+		Eventually(func() int {
+			nodes[0].engine.mu.Lock()
+			defer nodes[0].engine.mu.Unlock()
+			return nodes[0].engine.rollbacks
+		}).Should(BeNumerically(">=", 1))
+		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""),
+			"the policies in effect stay in effect")
 		Expect(k8s.Delete(ctx, policy("cut-gateway", nil, ""))).To(Succeed())
-		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(BeNil())
+		for _, s := range nodes[0].engine.committed() {
+			Expect(ifaceNames(s)).NotTo(ContainElement("cutgw0"), "a change that failed its probe is never committed")
+		}
 	})
 
 	It("re-evaluates selection when a node's labels change", func() {
@@ -270,10 +295,10 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		nodes[0].restart("boot-2")
 		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
 		Eventually(enactment("node-a", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
-		applied, after := nodes[0].engine.last()
-		Expect(after-before).To(Equal(1), "one transaction for the whole node")
-		Expect(ifaceNames(applied)).To(ConsistOf("br1", "eth2"))
-		Consistently(func() int { _, n := nodes[0].engine.last(); return n }, "1s").Should(Equal(after), "nothing more to do")
+		since := nodes[0].engine.committed()[before:]
+		Expect(since).To(HaveLen(1), "one transaction for the whole node")
+		Expect(ifaceNames(since[0])).To(ConsistOf("br1", "eth2"))
+		Consistently(func() int { _, n := nodes[0].engine.last(); return n }, "1s").Should(Equal(before+1), "nothing more to do")
 	})
 
 	It("refuses every policy while the node's overlay is degraded", func() {
