@@ -74,6 +74,7 @@ func run(nodeName, bus, layoutFile, dnsHost string) error {
 		NodeName:  nodeName,
 		Engine:    node.NetworkManager{Client: nm},
 		APIReader: mgr.GetAPIReader(),
+		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost),
 		BootID: func() (string, error) {
 			b, err := os.ReadFile(bootIDFile)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -58,6 +59,9 @@ type Handler struct {
 	APIReader client.Reader
 	// Probes run after each apply, before its commit; a failure rolls the apply back.
 	Probes probe.Set
+	// Events, when set, tells operators on the policy what happened on this node
+	// (only when something happened: an up-to-date node emits nothing).
+	Events events.EventRecorder
 	// SlotTimeout is how long another node's Progressing enactment holds a rollout slot:
 	// a handler that died mid-apply frees its slot after it. Default 5 minutes.
 	SlotTimeout time.Duration
@@ -239,6 +243,9 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	for _, name := range plan.Applied {
 		e := existing[name]
+		if !inEffect[name] {
+			h.event(byName[name], node, applyErr)
+		}
 		if applyErr != nil {
 			if inEffect[name] {
 				continue // rolled back to it: still applied
@@ -261,6 +268,9 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		if !IsTrue(e, shared.EnactmentFailing, "") || e.Status.PolicyGeneration != pol.Generation {
+			h.event(byName[pol.Name], node, fmt.Errorf("%s", msg))
+		}
 		SetFailing(e, msg)
 		e.Status.PolicyGeneration = pol.Generation
 		if err := h.Client.Status().Update(ctx, e); err != nil {
@@ -268,6 +278,18 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 	return reconcile.Result{}, applyErr
+}
+
+// event reports the outcome for one policy on this node.
+func (h *Handler) event(policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node, err error) {
+	if h.Events == nil || policy == nil {
+		return
+	}
+	if err != nil {
+		h.Events.Eventf(policy, node, corev1.EventTypeWarning, shared.ReasonFailedToConfigure, "Apply", "node %s: %v", h.NodeName, err)
+		return
+	}
+	h.Events.Eventf(policy, node, corev1.EventTypeNormal, shared.ReasonSuccessfullyConfigured, "Apply", "applied on node %s", h.NodeName)
 }
 
 // apply applies desired, probes the node and commits, or rolls back when a probe that

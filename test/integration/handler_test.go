@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -137,6 +138,7 @@ func (n *simNode) start() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.name, Engine: n.engine, APIReader: mgr.GetAPIReader(),
+		Events:   mgr.GetEventRecorder("nmoverlay-handler"),
 		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
 		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
 		Probes:   probe.Set{Probes: []probe.Probe{n.engine.gatewayProbe()}, Timeout: 500 * time.Millisecond},
@@ -238,6 +240,23 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		applied, _ := nodes[0].engine.last()
 		Expect(ifaceNames(applied)).NotTo(ContainElement("v1"))
 		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+	})
+
+	It("tells operators on the policy what happened on each node", func() {
+		policyEvents := func(policy string) []string {
+			list := &eventsv1.EventList{}
+			Expect(k8s.List(ctx, list)).To(Succeed())
+			var out []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "NodeNetworkConfigurationPolicy" && e.Regarding.Name == policy {
+					out = append(out, e.Type+" "+e.Reason+" "+e.Note)
+				}
+			}
+			return out
+		}
+		Eventually(func() []string { return policyEvents("br1") }, "10s").Should(ContainElement("Normal SuccessfullyConfigured applied on node node-a"))
+		Eventually(func() []string { return policyEvents("bad-vlan") }, "10s").Should(ContainElement(
+			ContainSubstring("Warning FailedToConfigure node node-a: spec.desiredState: interfaces[0].vlan.id: 5000 is out of range")))
 	})
 
 	It("fails two conflicting policies, each naming the other", func() {
