@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -208,7 +209,7 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		msg := "waiting for a rollout slot: " + strings.Join(waiting, "; ")
 		for _, name := range rollout {
 			e := existing[name]
-			if IsTrue(e, shared.EnactmentPending, "") && findCondition(e, shared.EnactmentPending).Message == msg &&
+			if IsTrue(e, shared.EnactmentPending, "") && meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentPending).Message == msg &&
 				e.Status.PolicyGeneration == generation[name] {
 				continue // nothing changed: no write, no timestamp moved
 			}
@@ -333,7 +334,7 @@ func (h *Handler) upToDate(plan Plan, generation map[string]int64, existing map[
 		if !ok || e.Status.PolicyGeneration != generation[name] || !IsTrue(e, shared.EnactmentFailing, "") {
 			return false
 		}
-		if c := findCondition(e, shared.EnactmentFailing); c == nil || c.Message != msg {
+		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c == nil || c.Message != msg {
 			return false
 		}
 	}
@@ -420,7 +421,7 @@ func (h *Handler) slotsFull(ctx context.Context, policy *nmstatev1.NodeNetworkCo
 	var slots []slot
 	for _, e := range claims.Items {
 		nodeName := e.Labels[shared.NodeLabel]
-		c := findCondition(&e, shared.EnactmentProgressing)
+		c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing)
 		if nodeName == h.NodeName || e.Status.PolicyGeneration != policy.Generation || c == nil ||
 			c.Status != metav1.ConditionTrue || !ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
 			continue
@@ -431,7 +432,7 @@ func (h *Handler) slotsFull(ctx context.Context, policy *nmstatev1.NodeNetworkCo
 	if own == nil {
 		return len(slots) >= max, why, nil
 	}
-	mine := slot{h.NodeName, findCondition(own, shared.EnactmentProgressing).LastTransitionTime.Time}
+	mine := slot{h.NodeName, meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time}
 	ahead := 0
 	for _, s := range slots {
 		if s.since.Before(mine.since) || (s.since.Equal(mine.since) && s.node < mine.node) {
@@ -452,13 +453,4 @@ func maxUnavailable(v *intstr.IntOrString, matching int) int {
 		return 1
 	}
 	return n
-}
-
-func findCondition(e *v1beta1.NodeNetworkConfigurationEnactment, t string) *metav1.Condition {
-	for i := range e.Status.Conditions {
-		if e.Status.Conditions[i].Type == t {
-			return &e.Status.Conditions[i]
-		}
-	}
-	return nil
 }

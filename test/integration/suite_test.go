@@ -18,15 +18,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
-	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/api"
 )
 
 var (
@@ -47,11 +44,9 @@ var _ = BeforeSuite(func() {
 	var err error
 	cfg, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	scheme, err := api.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	Expect(nmstatev1.AddToScheme(scheme)).To(Succeed())
-	Expect(v1beta1.AddToScheme(scheme)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 })
