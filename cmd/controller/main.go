@@ -3,38 +3,60 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
 )
 
 func main() {
-	ctrl.SetLogger(zap.New())
-	if err := run(); err != nil {
+	leaderElect := flag.Bool("leader-elect", true, "run only while holding the lease, so two replicas never both write policy status")
+	leaseNamespace := flag.String("leader-election-namespace", os.Getenv("POD_NAMESPACE"),
+		"namespace of the lease (POD_NAMESPACE; required out of cluster with --leader-elect)")
+	metricsAddr := flag.String("metrics-bind-address", ":8080", `address serving Prometheus metrics ("0" disables)`)
+	probeAddr := flag.String("health-probe-bind-address", ":8081", `address serving /healthz and /readyz ("0" disables)`)
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if err := run(*leaderElect, *leaseNamespace, *metricsAddr, *probeAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(leaderElect bool, leaseNamespace, metricsAddr, probeAddr string) error {
 	scheme, err := api.NewScheme()
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:           scheme,
-		LeaderElection:   true,
-		LeaderElectionID: "nmoverlay-controller.nmstate.io",
+		Scheme:                  scheme,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "nmoverlay-controller.nmstate.io",
+		LeaderElectionNamespace: leaseNamespace,
+		// A new leader starts only after the old one has stopped writing.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        probeAddr,
 	})
 	if err != nil {
 		return err
 	}
-	if err := (&cluster.PolicyStatus{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := (&cluster.PolicyStatus{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

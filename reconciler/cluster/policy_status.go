@@ -5,12 +5,15 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,11 +25,22 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 )
 
 // PolicyStatus computes each policy's conditions from its enactments.
 type PolicyStatus struct {
 	Client client.Client
+	// Events, when set, tells operators once per policy when it became Available or
+	// Degraded (the handlers tell each node's failure).
+	Events events.EventRecorder
+	// ProgressInterval spaces writes that only move the counts of a Progressing
+	// policy ("3/20 nodes configured"): a rollout over 200 nodes is not 200 writes.
+	// Changes of condition are written at once. Default 1 second.
+	ProgressInterval time.Duration
+
+	mu           sync.Mutex
+	lastProgress map[string]time.Time // by policy
 }
 
 // SetupWithManager runs on policy changes, on enactment changes (mapped to their policy by
@@ -57,7 +71,8 @@ func (r *PolicyStatus) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile writes the policy's conditions, only when they change.
+// Reconcile writes the policy's conditions, only when they change, and returns once its
+// cache shows the write (the next pass compares against it).
 func (r *PolicyStatus) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
@@ -76,7 +91,54 @@ func (r *PolicyStatus) Reconcile(ctx context.Context, req reconcile.Request) (re
 	if equality.Semantic.DeepEqual(before, &policy.Status) {
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, r.Client.Status().Update(ctx, policy)
+	was, now := trueCondition(before.Conditions), trueCondition(policy.Status.Conditions)
+	countsOnly := was != nil && now != nil && was.Type == now.Type && was.Reason == now.Reason &&
+		was.ObservedGeneration == now.ObservedGeneration && now.Type == shared.PolicyProgressing
+	if wait := r.progressWait(policy.Name, countsOnly); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.Client.Status().Update(ctx, policy); err != nil {
+		return reconcile.Result{}, err
+	}
+	w := &readyourwrites.Writes{}
+	w.Wrote(policy)
+	w.Await(ctx, r.Client)
+	if r.Events != nil && (was == nil || was.Type != now.Type) {
+		switch now.Type {
+		case shared.PolicyAvailable:
+			r.Events.Eventf(policy, nil, corev1.EventTypeNormal, now.Reason, "Rollout", now.Message)
+		case shared.PolicyDegraded:
+			r.Events.Eventf(policy, nil, corev1.EventTypeWarning, now.Reason, "Rollout", now.Message)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// progressWait is how long a counts-only write must wait; any write restarts the interval.
+func (r *PolicyStatus) progressWait(policy string, countsOnly bool) time.Duration {
+	interval := r.ProgressInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastProgress == nil {
+		r.lastProgress = map[string]time.Time{}
+	}
+	if last, ok := r.lastProgress[policy]; countsOnly && ok && time.Since(last) < interval {
+		return interval - time.Since(last)
+	}
+	r.lastProgress[policy] = time.Now()
+	return 0
+}
+
+func trueCondition(conds []metav1.Condition) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Status == metav1.ConditionTrue {
+			return &conds[i]
+		}
+	}
+	return nil
 }
 
 var policyTypes = []string{shared.PolicyAvailable, shared.PolicyDegraded, shared.PolicyProgressing, shared.PolicyIgnored}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -30,6 +32,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
+	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -60,7 +63,7 @@ type Handler struct {
 	APIReader client.Reader
 	// Probes run after each apply, before its commit; a failure rolls the apply back.
 	Probes probe.Set
-	// Events, when set, tells operators on the policy what happened on this node
+	// Events, when set, tells operators on the policy when it failed on this node
 	// (only when something happened: an up-to-date node emits nothing).
 	Events events.EventRecorder
 	// SlotTimeout is how long another node's Progressing enactment holds a rollout slot:
@@ -70,6 +73,9 @@ type Handler struct {
 
 // pendingRetry is how often a node waiting for a rollout slot asks again.
 const pendingRetry = 2 * time.Second
+
+// degradedRetry is how often a node refusing policies checks its overlay again.
+const degradedRetry = 30 * time.Second
 
 // CacheOptions scope the handler's cache to its own node: its Node, its enactments and
 // its NodeNetworkState; policies are cluster-wide.
@@ -101,8 +107,16 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile brings the node to the merged state of its policies when anything is not
-// up to date: a new or changed policy, a label change, a new boot.
+// up to date: a new or changed policy, a label change, a new boot. It returns once its
+// cache shows what it wrote, so the next pass never decides on stale enactments.
 func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w := &readyourwrites.Writes{}
+	res, err := h.reconcile(ctx, w)
+	w.Await(ctx, h.Client)
+	return res, err
+}
+
+func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := h.Client.Get(ctx, types.NamespacedName{Name: h.NodeName}, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -150,17 +164,24 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 
 	if degraded != "" {
 		for _, pol := range selected {
-			e, err := h.enactment(ctx, node, pol.Name, existing)
+			e, err := h.enactment(ctx, w, node, pol.Name, existing)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			SetFailing(e, "refused: the node's keyfile overlay is degraded, so changes would become persistent: "+degraded)
+			msg := "refused: the node's keyfile overlay is degraded, so changes would become persistent: " + degraded
+			if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue &&
+				c.Message == msg && e.Status.PolicyGeneration == pol.Generation {
+				continue // refused already, for the same reason
+			}
+			h.event(byName[pol.Name], node, fmt.Errorf("%s", msg))
+			SetFailing(e, msg)
 			e.Status.PolicyGeneration = pol.Generation
-			if err := h.Client.Status().Update(ctx, e); err != nil {
+			if err := h.updateStatus(ctx, w, e); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
-		return reconcile.Result{}, nil
+		// Nothing signals a repaired overlay (nm-overlay reset): look again.
+		return reconcile.Result{RequeueAfter: degradedRetry}, nil
 	}
 
 	// A new generation of a policy takes a rollout slot first; re-applying after a boot
@@ -179,35 +200,32 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			rollout = append(rollout, name)
 		}
 	}
-	var waiting []string
-	for _, name := range rollout {
-		e, err := h.enactment(ctx, node, name, existing)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		// Claim a slot only when one looks free, so a waiting node does not flap.
-		if full, why, err := h.slotsFull(ctx, byName[name], nil); err != nil {
-			return reconcile.Result{}, err
-		} else if full {
-			waiting = append(waiting, why)
-			continue
-		}
-		SetProgressing(e, "claiming a rollout slot on "+h.NodeName)
-		e.Status.PolicyGeneration = generation[name]
-		if err := h.Client.Status().Update(ctx, e); err != nil {
-			return reconcile.Result{}, err
-		}
-		// Two nodes may have claimed the last slot at once: the later one steps back.
-		if full, why, err := h.slotsFull(ctx, byName[name], e); err != nil {
-			return reconcile.Result{}, err
-		} else if full {
-			waiting = append(waiting, why)
-		}
+	waiting, queued, err := h.claimSlots(ctx, w, node, rollout, byName, existing)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(queued) > 0 && len(waiting) == 0 {
+		// The claims stand as this node's place in the queue: nothing to write.
+		log.FromContext(ctx).V(1).Info("queued for a rollout slot", "policies", queued)
+		return reconcile.Result{RequeueAfter: pendingRetry}, nil
+	}
+	for name, why := range queued {
+		waiting[name] = why
 	}
 	if len(waiting) > 0 {
-		// Nothing is applied until every new generation has a slot.
-		msg := "waiting for a rollout slot: " + strings.Join(waiting, "; ")
+		// Nothing is applied until every new generation has a slot, and the claims are
+		// given back: two nodes never hold a slot each while waiting for the other's.
+		var blocked []string
+		for name := range waiting {
+			blocked = append(blocked, name)
+		}
+		sort.Strings(blocked)
 		for _, name := range rollout {
+			msg, ok := waiting[name]
+			if !ok {
+				msg = "held back until " + strings.Join(blocked, ", ") + " get one"
+			}
+			msg = "waiting for a rollout slot: " + msg
 			e := existing[name]
 			if IsTrue(e, shared.EnactmentPending, "") && meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentPending).Message == msg &&
 				e.Status.PolicyGeneration == generation[name] {
@@ -215,31 +233,19 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			}
 			SetPending(e, msg)
 			e.Status.PolicyGeneration = generation[name]
-			if err := h.Client.Status().Update(ctx, e); err != nil {
+			if err := h.updateStatus(ctx, w, e); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
 		return reconcile.Result{RequeueAfter: pendingRetry}, nil
 	}
 
-	for _, name := range plan.Applied {
-		if inEffect[name] {
-			continue
-		}
-		e, err := h.enactment(ctx, node, name, existing)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		SetProgressing(e, "applying on "+h.NodeName)
-		e.Status.PolicyGeneration = generation[name]
-		if err := h.Client.Status().Update(ctx, e); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
+	// Re-applying after a boot or after a failure writes no Progressing: only a claim
+	// does, so a node re-converging after a reboot never holds another node's slot.
 	applyErr := h.apply(ctx, plan.Apply)
 	// Enactments of policies that no longer select this node go once the engine has
 	// pruned what they applied; if that failed, they stay and say why.
-	if err := h.settleStale(ctx, existing, generation, applyErr); err != nil {
+	if err := h.settleStale(ctx, w, existing, generation, applyErr); err != nil {
 		return reconcile.Result{}, err
 	}
 	for _, name := range plan.Applied {
@@ -256,7 +262,7 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			SetAvailable(e, fmt.Sprintf("applied with %s in boot %s", strings.Join(plan.Applied, ", "), boot))
 			e.Status.BootID = boot
 		}
-		if err := h.Client.Status().Update(ctx, e); err != nil {
+		if err := h.updateStatus(ctx, w, e); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -265,7 +271,7 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		if !failed {
 			continue
 		}
-		e, err := h.enactment(ctx, node, pol.Name, existing)
+		e, err := h.enactment(ctx, w, node, pol.Name, existing)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -274,23 +280,20 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 		SetFailing(e, msg)
 		e.Status.PolicyGeneration = pol.Generation
-		if err := h.Client.Status().Update(ctx, e); err != nil {
+		if err := h.updateStatus(ctx, w, e); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	return reconcile.Result{}, applyErr
 }
 
-// event reports the outcome for one policy on this node.
+// event tells operators on the policy that it failed on this node. Success is told once
+// per policy by the cluster controller, not once per node.
 func (h *Handler) event(policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node, err error) {
-	if h.Events == nil || policy == nil {
+	if h.Events == nil || policy == nil || err == nil {
 		return
 	}
-	if err != nil {
-		h.Events.Eventf(policy, node, corev1.EventTypeWarning, shared.ReasonFailedToConfigure, "Apply", "node %s: %v", h.NodeName, err)
-		return
-	}
-	h.Events.Eventf(policy, node, corev1.EventTypeNormal, shared.ReasonSuccessfullyConfigured, "Apply", "applied on node %s", h.NodeName)
+	h.Events.Eventf(policy, node, corev1.EventTypeWarning, shared.ReasonFailedToConfigure, "Apply", "node %s: %v", h.NodeName, err)
 }
 
 // apply applies desired, probes the node and commits, or rolls back when a probe that
@@ -343,7 +346,7 @@ func (h *Handler) upToDate(plan Plan, generation map[string]int64, existing map[
 
 // enactment returns the policy's enactment on this node, creating it (named
 // <node>.<policy>, labelled, owned by the Node) if needed.
-func (h *Handler) enactment(ctx context.Context, node *corev1.Node, policy string, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
+func (h *Handler) enactment(ctx context.Context, w *readyourwrites.Writes, node *corev1.Node, policy string, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
 	if e, ok := existing[policy]; ok {
 		return e, nil
 	}
@@ -357,11 +360,12 @@ func (h *Handler) enactment(ctx context.Context, node *corev1.Node, policy strin
 	if err := h.Client.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
+	w.Wrote(e)
 	existing[policy] = e
 	return e, nil
 }
 
-func (h *Handler) settleStale(ctx context.Context, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, generation map[string]int64, applyErr error) error {
+func (h *Handler) settleStale(ctx context.Context, w *readyourwrites.Writes, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, generation map[string]int64, applyErr error) error {
 	for name, e := range existing {
 		if _, ok := generation[name]; ok {
 			continue
@@ -370,76 +374,169 @@ func (h *Handler) settleStale(ctx context.Context, existing map[string]*v1beta1.
 			if err := h.Client.Delete(ctx, e); client.IgnoreNotFound(err) != nil {
 				return err
 			}
+			w.Deleted(e)
 			continue
 		}
 		SetFailing(e, "removing this policy's changes from the node failed: "+applyErr.Error())
-		if err := h.Client.Status().Update(ctx, e); err != nil {
+		if err := h.updateStatus(ctx, w, e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// slotsFull decides whether this node must wait to apply a new generation of policy.
-// The slots are the policy's enactments of that generation that are Progressing: no
-// counter is kept anywhere, so nothing can leak. Another node's claim counts only while
-// that node is Ready and the claim is younger than SlotTimeout (a rebooting node or a
-// dead handler frees its slot). With own (this node's claim, just written), claims are
-// ranked by time, then node name, and the first maxUnavailable go; without it, the
-// question is whether any slot is free at all.
-func (h *Handler) slotsFull(ctx context.Context, policy *nmstatev1.NodeNetworkConfigurationPolicy, own *v1beta1.NodeNetworkConfigurationEnactment) (bool, string, error) {
+func (h *Handler) updateStatus(ctx context.Context, w *readyourwrites.Writes, e *v1beta1.NodeNetworkConfigurationEnactment) error {
+	if err := h.Client.Status().Update(ctx, e); err != nil {
+		return err
+	}
+	w.Wrote(e)
+	return nil
+}
+
+// claimSlots claims a rollout slot for each new generation in rollout and returns why
+// the node must wait, if it must. A slot is a Progressing enactment of the policy's
+// current generation: no counter is kept anywhere, so nothing can leak. A claim is made
+// only when a slot looks free, so a waiting node does not flap. Two nodes may claim the
+// last slot at once, so the claims are read again and ranked by time: a node that lost
+// keeps its claim as its place in the queue, and goes when the claims ahead are done,
+// without writing again. waiting says why unclaimed policies wait, queued why claimed
+// ones do.
+func (h *Handler) claimSlots(ctx context.Context, w *readyourwrites.Writes, node *corev1.Node, rollout []string,
+	byName map[string]*nmstatev1.NodeNetworkConfigurationPolicy, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment) (waiting, queued map[string]string, err error) {
+	if len(rollout) == 0 {
+		return nil, nil, nil
+	}
+	waiting, queued = map[string]string{}, map[string]string{}
+	// One claim time for the pass: a node's claims rank the same in every policy's queue.
+	now := metav1.Now()
+	var before *rolloutView
+	var claimed []*v1beta1.NodeNetworkConfigurationEnactment
+	for _, name := range rollout {
+		var e *v1beta1.NodeNetworkConfigurationEnactment
+		e, err = h.enactment(ctx, w, node, name, existing)
+		if err != nil {
+			return nil, nil, err
+		}
+		if IsTrue(e, shared.EnactmentProgressing, "") && e.Status.PolicyGeneration == byName[name].Generation {
+			claimed = append(claimed, e) // claimed in an earlier pass
+			continue
+		}
+		if before == nil {
+			if before, err = h.readRollout(ctx, rollout); err != nil {
+				return nil, nil, err
+			}
+		}
+		if full, why := before.slotsFull(byName[name], h.NodeName, nil, h.slotTimeout()); full {
+			waiting[name] = why
+			continue
+		}
+		SetProgressing(e, "rollout slot claimed by "+h.NodeName)
+		meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime = now
+		e.Status.PolicyGeneration = byName[name].Generation
+		if err := h.updateStatus(ctx, w, e); err != nil {
+			return nil, nil, err
+		}
+		claimed = append(claimed, e)
+	}
+	if len(claimed) == 0 {
+		return waiting, nil, nil
+	}
+	after, err := h.readRollout(ctx, rollout)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range claimed {
+		if full, why := after.slotsFull(byName[e.Labels[shared.PolicyLabel]], h.NodeName, e, h.slotTimeout()); full {
+			queued[e.Labels[shared.PolicyLabel]] = why
+		}
+	}
+	return waiting, queued, nil
+}
+
+func (h *Handler) slotTimeout() time.Duration {
+	if h.SlotTimeout <= 0 {
+		return 5 * time.Minute
+	}
+	return h.SlotTimeout
+}
+
+// rolloutView is the cluster as slot decisions see it, read uncached (the decision must
+// see the latest claims) in two requests however many policies roll out at once.
+type rolloutView struct {
+	nodes  []corev1.Node
+	ready  map[string]bool
+	claims map[string][]v1beta1.NodeNetworkConfigurationEnactment // by policy
+}
+
+func (h *Handler) readRollout(ctx context.Context, policies []string) (*rolloutView, error) {
 	nodes := &corev1.NodeList{}
 	if err := h.APIReader.List(ctx, nodes); err != nil {
-		return false, "", err
+		return nil, err
 	}
-	ready := map[string]bool{}
-	matching := 0
-	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
+	v := &rolloutView{nodes: nodes.Items, ready: map[string]bool{}, claims: map[string][]v1beta1.NodeNetworkConfigurationEnactment{}}
 	for _, n := range nodes.Items {
-		if sel.Selects(n.Labels) {
-			matching++
-		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready[n.Name] = true
+				v.ready[n.Name] = true
 			}
 		}
 	}
-	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
+	inRollout, err := labels.NewRequirement(shared.PolicyLabel, selection.In, policies)
+	if err != nil {
+		return nil, err
+	}
 	claims := &v1beta1.NodeNetworkConfigurationEnactmentList{}
-	if err := h.APIReader.List(ctx, claims, client.MatchingLabels{shared.PolicyLabel: policy.Name}); err != nil {
-		return false, "", err
+	if err := h.APIReader.List(ctx, claims, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*inRollout)}); err != nil {
+		return nil, err
 	}
-	timeout := h.SlotTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
+	for _, e := range claims.Items {
+		v.claims[e.Labels[shared.PolicyLabel]] = append(v.claims[e.Labels[shared.PolicyLabel]], e)
 	}
+	return v, nil
+}
+
+// slotsFull decides whether self must wait to apply a new generation of policy. Another
+// node's claim counts only while that node is Ready and the claim is younger than
+// timeout (a rebooting node or a dead handler frees its slot). With own (self's claim,
+// just written), claims are ranked by time, then node name, and the first maxUnavailable
+// go; without it, the question is whether any slot is free at all.
+func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration) (bool, string) {
+	matching := 0
+	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
+	for _, n := range v.nodes {
+		if sel.Selects(n.Labels) {
+			matching++
+		}
+	}
+	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
 	type slot struct {
 		node  string
 		since time.Time
 	}
 	var slots []slot
-	for _, e := range claims.Items {
+	for _, e := range v.claims[policy.Name] {
 		nodeName := e.Labels[shared.NodeLabel]
 		c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing)
-		if nodeName == h.NodeName || e.Status.PolicyGeneration != policy.Generation || c == nil ||
-			c.Status != metav1.ConditionTrue || !ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
+		if nodeName == self || e.Status.PolicyGeneration != policy.Generation || c == nil ||
+			c.Status != metav1.ConditionTrue || !v.ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
 			continue
 		}
 		slots = append(slots, slot{nodeName, c.LastTransitionTime.Time})
 	}
-	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once and %d hold a slot", policy.Name, max, matching, len(slots))
+	// No count of the slots held: it changes with every claim, and a Pending enactment is
+	// rewritten only when its message changes.
+	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once", policy.Name, max, matching)
 	if own == nil {
-		return len(slots) >= max, why, nil
+		return len(slots) >= max, why
 	}
-	mine := slot{h.NodeName, meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time}
+	mine := slot{self, meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time}
 	ahead := 0
 	for _, s := range slots {
 		if s.since.Before(mine.since) || (s.since.Equal(mine.since) && s.node < mine.node) {
 			ahead++
 		}
 	}
-	return ahead >= max, why, nil
+	return ahead >= max, why
 }
 
 // maxUnavailable resolves the policy's maxUnavailable (default "50%", rounded up, at least 1).

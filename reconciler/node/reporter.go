@@ -33,6 +33,9 @@ type Reporter struct {
 	Overlay func() (*v1beta1.OverlayStatus, error)
 	// Resync re-reads even without a signal, to heal a missed one. Default 10 minutes.
 	Resync time.Duration
+	// MinInterval spaces writes: changes during it are read and written together at its
+	// end, so a burst of applies is one write. Default 5 seconds.
+	MinInterval time.Duration
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).
@@ -41,10 +44,19 @@ func (r *Reporter) Start(ctx context.Context) error {
 	if resync <= 0 {
 		resync = 10 * time.Minute
 	}
+	minInterval := r.MinInterval
+	if minInterval <= 0 {
+		minInterval = 5 * time.Second
+	}
 	logger := log.FromContext(ctx).WithName("nns-reporter")
+	var lastWrite time.Time
 	for {
-		if err := r.Report(ctx); err != nil {
+		wrote, err := r.report(ctx)
+		if err != nil {
 			logger.Error(err, "reporting NodeNetworkState")
+		}
+		if wrote {
+			lastWrite = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -53,6 +65,11 @@ func (r *Reporter) Start(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
+			select { // hold the change until the interval since the last write is over
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Until(lastWrite.Add(minInterval))):
+			}
 		case <-time.After(resync):
 		}
 	}
@@ -60,13 +77,18 @@ func (r *Reporter) Start(ctx context.Context) error {
 
 // Report reads the state once and writes it if it changed.
 func (r *Reporter) Report(ctx context.Context) error {
+	_, err := r.report(ctx)
+	return err
+}
+
+func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	current, err := r.Show(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	raw, err := json.Marshal(current)
 	if err != nil {
-		return err
+		return false, err
 	}
 	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}}
 	if r.NMVersion != nil {
@@ -74,7 +96,7 @@ func (r *Reporter) Report(ctx context.Context) error {
 	}
 	if r.Overlay != nil {
 		if status.Overlay, err = r.Overlay(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	nns := &v1beta1.NodeNetworkState{}
@@ -86,18 +108,18 @@ func (r *Reporter) Report(ctx context.Context) error {
 			_ = controllerutil.SetOwnerReference(node, nns, r.Client.Scheme())
 		}
 		if err := r.Client.Create(ctx, nns); err != nil {
-			return err
+			return false, err
 		}
 	} else if err != nil {
-		return err
+		return false, err
 	}
 	if sameState(nns.Status.CurrentState.Raw, raw) && nns.Status.HostNetworkManagerVersion == status.HostNetworkManagerVersion &&
 		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) {
-		return nil
+		return false, nil
 	}
 	status.LastSuccessfulUpdateTime = metav1.Now()
 	nns.Status = status
-	return r.Client.Status().Update(ctx, nns)
+	return true, r.Client.Status().Update(ctx, nns)
 }
 
 // sameState compares two JSON documents by content (the API server may reorder keys).

@@ -60,10 +60,11 @@ var _ = Describe("the cluster controller", Ordered, func() {
 		for _, name := range []string{"c-1", "c-2", "c-3"} {
 			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "c"}}})).To(Succeed())
 		}
+		skipNameValidation := true // the handlers' simulated nodes share this process
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect((&cluster.PolicyStatus{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+		Expect((&cluster.PolicyStatus{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr)).To(Succeed())
 		mctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -87,6 +88,8 @@ var _ = Describe("the cluster controller", Ordered, func() {
 		Eventually(policyCondition("c-br"), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 2/3"))
 		report("c-3", "c-br", 1, node.SetAvailable)
 		Eventually(policyCondition("c-br"), "10s").Should(Equal("Available=SuccessfullyConfigured: 3/3 nodes successfully configured"))
+		Eventually(func() []string { return policyEvents("c-br") }, "10s").Should(ConsistOf("Normal SuccessfullyConfigured 3/3 nodes successfully configured"),
+			"one event for the policy, not one per node")
 	})
 
 	It("counts only enactments of the current generation", func() {
@@ -100,6 +103,7 @@ var _ = Describe("the cluster controller", Ordered, func() {
 		}
 		report("c-3", "c-br", 2, node.SetFailing)
 		Eventually(policyCondition("c-br"), "10s").Should(Equal("Degraded=FailedToConfigure: 1/3 nodes failed to configure"))
+		Eventually(func() []string { return policyEvents("c-br") }, "10s").Should(ContainElement("Warning FailedToConfigure 1/3 nodes failed to configure"))
 	})
 
 	It("follows node label changes and writes nothing when nothing changed", func() {

@@ -4,9 +4,7 @@ package integration_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,97 +13,15 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
-	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/simnode"
 )
-
-// engineDouble stands in for NetworkManager (tested for real in the node and VM tiers):
-// it keeps the state in effect, records every commit and rollback, and fails states
-// naming a "broken" interface.
-type engineDouble struct {
-	mu        sync.Mutex
-	current   state.State   // in effect: the last committed state
-	pending   *state.State  // applied, not yet committed or rolled back
-	commits   []state.State // every committed state, in order
-	rollbacks int
-}
-
-type txDouble struct{ e *engineDouble }
-
-func (t txDouble) Commit(context.Context) error {
-	t.e.mu.Lock()
-	defer t.e.mu.Unlock()
-	t.e.current = *t.e.pending
-	t.e.commits = append(t.e.commits, *t.e.pending)
-	t.e.pending = nil
-	return nil
-}
-
-func (t txDouble) Rollback(context.Context) error {
-	t.e.mu.Lock()
-	defer t.e.mu.Unlock()
-	t.e.rollbacks++
-	t.e.pending = nil
-	return nil
-}
-
-func (e *engineDouble) Apply(_ context.Context, s state.State) (node.Transaction, error) {
-	for _, it := range s.Interfaces {
-		if it.Name == "broken0" {
-			return nil, errors.New("did not converge: broken0: does not exist; rolled back")
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.pending = &s
-	return txDouble{e}, nil
-}
-
-// inEffect is what the probes see: the pending state while a transaction is open.
-func (e *engineDouble) inEffect() state.State {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.pending != nil {
-		return *e.pending
-	}
-	return e.current
-}
-
-// last is the state in effect and the number of commits so far.
-func (e *engineDouble) last() (state.State, int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.current, len(e.commits)
-}
-
-func (e *engineDouble) committed() []state.State {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]state.State(nil), e.commits...)
-}
-
-// gatewayProbe fails while the last applied state has an interface "cutgw0", as a real
-// gateway probe would after a policy that breaks the default route.
-func (e *engineDouble) gatewayProbe() probe.Probe {
-	return probe.Func{ProbeName: "default-gateway", Fn: func(context.Context) error {
-		s := e.inEffect()
-		for _, it := range s.Interfaces {
-			if it.Name == "cutgw0" {
-				return errors.New("no echo reply from 192.0.2.1")
-			}
-		}
-		return nil
-	}}
-}
 
 func ifaceNames(s state.State) []string {
 	var n []string
@@ -113,53 +29,6 @@ func ifaceNames(s state.State) []string {
 		n = append(n, it.Name)
 	}
 	return n
-}
-
-var skipNameValidation = true
-
-// simNode is one simulated node: a Node object and a handler with its own scoped cache.
-type simNode struct {
-	name     string
-	engine   *engineDouble
-	mu       sync.Mutex
-	boot     string
-	degraded string
-	stop     context.CancelFunc
-	done     chan struct{}
-}
-
-func (n *simNode) start() {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  k8s.Scheme(),
-		Cache:   node.CacheOptions(n.name),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Several nodes' handlers share this test process.
-		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.name, Engine: n.engine, APIReader: mgr.GetAPIReader(),
-		Events:   mgr.GetEventRecorder("nmoverlay-handler"),
-		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
-		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
-		Probes:   probe.Set{Probes: []probe.Probe{n.engine.gatewayProbe()}, Timeout: 500 * time.Millisecond},
-	}
-	Expect(h.SetupWithManager(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	n.stop, n.done = cancel, make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(n.done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-}
-
-func (n *simNode) restart(boot string) {
-	n.stop()
-	<-n.done
-	n.mu.Lock()
-	n.boot = boot
-	n.mu.Unlock()
-	n.start()
 }
 
 func enactment(nodeName, policy string) func() *v1beta1.NodeNetworkConfigurationEnactment {
@@ -188,6 +57,19 @@ func HaveEnactmentCondition(condType, reason, msg string) OmegaMatcher {
 	}, SatisfyAll(HavePrefix(reason+": "), ContainSubstring(msg)))
 }
 
+// policyEvents lists the events about a policy as "type reason note".
+func policyEvents(policy string) []string {
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(context.Background(), list)).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "NodeNetworkConfigurationPolicy" && e.Regarding.Name == policy {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Note)
+		}
+	}
+	return out
+}
+
 func policy(name string, selector map[string]string, desired string) *nmstatev1.NodeNetworkConfigurationPolicy {
 	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	p.Spec.NodeSelector = selector
@@ -198,13 +80,12 @@ func policy(name string, selector map[string]string, desired string) *nmstatev1.
 var _ = Describe("the per-node handler", Ordered, func() {
 	ctx := context.Background()
 	worker := map[string]string{"role": "worker"}
-	var nodes []*simNode
+	var nodes []*simnode.Node
 
 	BeforeAll(func() {
 		DeferCleanup(func() {
 			for _, n := range nodes {
-				n.stop()
-				<-n.done
+				Expect(n.Stop()).To(Succeed())
 			}
 		})
 		for i, name := range []string{"node-a", "node-b", "node-c"} {
@@ -213,8 +94,8 @@ var _ = Describe("the per-node handler", Ordered, func() {
 				labels["role"] = "worker"
 			}
 			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})).To(Succeed())
-			n := &simNode{name: name, engine: &engineDouble{}, boot: "boot-1"}
-			n.start()
+			n := simnode.New(name, cfg, k8s.Scheme())
+			Expect(n.Start()).To(Succeed())
 			nodes = append(nodes, n)
 		}
 	})
@@ -222,8 +103,8 @@ var _ = Describe("the per-node handler", Ordered, func() {
 	It("applies a policy on the nodes it selects and reports one enactment each", func() {
 		Expect(k8s.Create(ctx, policy("br1", worker, `{"interfaces":[{"name":"br1","type":"linux-bridge","bridge":{"port":[{"name":"eth1"}]}}]}`))).To(Succeed())
 		for _, n := range nodes[:2] {
-			Eventually(enactment(n.name, "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-1"))
-			applied, _ := n.engine.last()
+			Eventually(enactment(n.Name, "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-1"))
+			applied, _ := n.Engine.Last()
 			Expect(ifaceNames(applied)).To(ContainElement("br1"))
 		}
 		e := enactment("node-a", "br1")()
@@ -237,26 +118,16 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		Expect(k8s.Create(ctx, policy("bad-vlan", worker, `{"interfaces":[{"name":"v1","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`))).To(Succeed())
 		Eventually(enactment("node-a", "bad-vlan"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
 			"interfaces[0].vlan.id: 5000 is out of range 1..4094"))
-		applied, _ := nodes[0].engine.last()
+		applied, _ := nodes[0].Engine.Last()
 		Expect(ifaceNames(applied)).NotTo(ContainElement("v1"))
 		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
 	})
 
-	It("tells operators on the policy what happened on each node", func() {
-		policyEvents := func(policy string) []string {
-			list := &eventsv1.EventList{}
-			Expect(k8s.List(ctx, list)).To(Succeed())
-			var out []string
-			for _, e := range list.Items {
-				if e.Regarding.Kind == "NodeNetworkConfigurationPolicy" && e.Regarding.Name == policy {
-					out = append(out, e.Type+" "+e.Reason+" "+e.Note)
-				}
-			}
-			return out
-		}
-		Eventually(func() []string { return policyEvents("br1") }, "10s").Should(ContainElement("Normal SuccessfullyConfigured applied on node node-a"))
+	It("tells operators on the policy what failed on each node, and leaves success to the controller", func() {
 		Eventually(func() []string { return policyEvents("bad-vlan") }, "10s").Should(ContainElement(
 			ContainSubstring("Warning FailedToConfigure node node-a: spec.desiredState: interfaces[0].vlan.id: 5000 is out of range")))
+		Consistently(func() []string { return policyEvents("br1") }, "1s").Should(BeEmpty(),
+			"no event per node for a success: the controller tells it once per policy")
 	})
 
 	It("fails two conflicting policies, each naming the other", func() {
@@ -280,16 +151,12 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		Expect(k8s.Create(ctx, policy("cut-gateway", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
 		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
 			"probe default-gateway failed: no echo reply from 192.0.2.1"))
-		Eventually(func() int {
-			nodes[0].engine.mu.Lock()
-			defer nodes[0].engine.mu.Unlock()
-			return nodes[0].engine.rollbacks
-		}).Should(BeNumerically(">=", 1))
+		Eventually(nodes[0].Engine.Rollbacks).Should(BeNumerically(">=", 1))
 		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""),
 			"the policies in effect stay in effect")
 		Expect(k8s.Delete(ctx, policy("cut-gateway", nil, ""))).To(Succeed())
 		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(BeNil())
-		for _, s := range nodes[0].engine.committed() {
+		for _, s := range nodes[0].Engine.Committed() {
 			Expect(ifaceNames(s)).NotTo(ContainElement("cutgw0"), "a change that failed its probe is never committed")
 		}
 	})
@@ -305,30 +172,28 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		delete(n.Labels, "role")
 		Expect(k8s.Update(ctx, n)).To(Succeed())
 		Eventually(enactment("node-c", "br1"), "10s").Should(BeNil())
-		Eventually(func() []string { s, _ := nodes[2].engine.last(); return ifaceNames(s) }, "10s").ShouldNot(ContainElement("br1"),
+		Eventually(func() []string { s, _ := nodes[2].Engine.Last(); return ifaceNames(s) }, "10s").ShouldNot(ContainElement("br1"),
 			"the node goes back to its persistent configuration: the engine is given a state without br1")
 	})
 
 	It("re-applies every policy in one pass after a reboot", func() {
-		_, before := nodes[0].engine.last()
-		nodes[0].restart("boot-2")
+		_, before := nodes[0].Engine.Last()
+		Expect(nodes[0].Reboot("boot-2")).To(Succeed())
 		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
 		Eventually(enactment("node-a", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
-		since := nodes[0].engine.committed()[before:]
+		since := nodes[0].Engine.Committed()[before:]
 		Expect(since).To(HaveLen(1), "one transaction for the whole node")
 		Expect(ifaceNames(since[0])).To(ConsistOf("br1", "eth2"))
-		Consistently(func() int { _, n := nodes[0].engine.last(); return n }, "1s").Should(Equal(before+1), "nothing more to do")
+		Consistently(func() int { _, n := nodes[0].Engine.Last(); return n }, "1s").Should(Equal(before+1), "nothing more to do")
 	})
 
 	It("refuses every policy while the node's overlay is degraded", func() {
-		nodes[1].mu.Lock()
-		nodes[1].degraded = "upper-on-tmpfs: /run/nmoverlay/upper is not on tmpfs"
-		nodes[1].mu.Unlock()
-		_, before := nodes[1].engine.last()
+		nodes[1].SetDegraded("upper-on-tmpfs: /run/nmoverlay/upper is not on tmpfs")
+		_, before := nodes[1].Engine.Last()
 		Expect(k8s.Create(ctx, policy("eth3-up", worker, `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up"}]}`))).To(Succeed())
 		Eventually(enactment("node-b", "eth3-up"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "overlay is degraded"))
 		Expect(enactment("node-b", "br1")()).To(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "upper-on-tmpfs"))
-		_, after := nodes[1].engine.last()
+		_, after := nodes[1].Engine.Last()
 		Expect(after).To(Equal(before), "nothing applied")
 	})
 
@@ -363,9 +228,9 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		n.Labels["rollout"] = "yes"
 		Expect(k8s.Update(ctx, n)).To(Succeed())
 		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment("node-a", "rollout"), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, "rollout: 1 of 2 nodes may apply it at once and 1 hold a slot"))
+		Eventually(enactment("node-a", "rollout"), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, "waiting for a rollout slot: rollout: 1 of 2 nodes may apply it at once"))
 		Consistently(enactment("node-a", "rollout"), "3s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, ""))
-		applied, _ := nodes[0].engine.last()
+		applied, _ := nodes[0].Engine.Last()
 		Expect(ifaceNames(applied)).NotTo(ContainElement("eth7"), "nothing applied while waiting")
 
 		setReady(corev1.ConditionFalse) // the node holding the slot rebooted: its claim no longer counts

@@ -1,0 +1,78 @@
+// Package readyourwrites makes a reconciler's next pass see its own writes. An informer
+// cache lags the API server: a pass that starts before the cache has seen the previous
+// pass's writes decides on stale status, redoes work and gets 409 conflicts. Waiting for
+// the cache costs no API request.
+package readyourwrites
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Timeout bounds the wait: a cache that does not catch up (a watch being re-established)
+// costs at most a conflict later, never a stuck reconciler.
+const Timeout = 5 * time.Second
+
+// Writes records what one pass wrote.
+type Writes struct {
+	mu      sync.Mutex
+	written map[client.ObjectKey]write
+}
+
+type write struct {
+	obj     client.Object // as the API server returned it
+	deleted bool
+}
+
+// Wrote records obj as the API server returned it from a create or update.
+func (w *Writes) Wrote(obj client.Object) {
+	w.record(write{obj: obj.DeepCopyObject().(client.Object)})
+}
+
+// Deleted records that obj was deleted.
+func (w *Writes) Deleted(obj client.Object) {
+	w.record(write{obj: obj.DeepCopyObject().(client.Object), deleted: true})
+}
+
+func (w *Writes) record(wr write) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil {
+		w.written = map[client.ObjectKey]write{}
+	}
+	w.written[client.ObjectKeyFromObject(wr.obj)] = wr
+}
+
+// Await returns once cache serves every recorded write (the same resourceVersion, or
+// NotFound for a delete), or after Timeout.
+func (w *Writes) Await(ctx context.Context, cache client.Reader) {
+	w.mu.Lock()
+	pending := w.written
+	w.written = nil
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	for _, want := range pending {
+		for !observed(ctx, cache, want) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// observed: the cache holds the object at the resourceVersion written, or none if deleted.
+func observed(ctx context.Context, cache client.Reader, want write) bool {
+	got := want.obj.DeepCopyObject().(client.Object)
+	err := cache.Get(ctx, client.ObjectKeyFromObject(want.obj), got)
+	if want.deleted {
+		return apierrors.IsNotFound(err)
+	}
+	return err == nil && got.GetResourceVersion() == want.obj.GetResourceVersion()
+}

@@ -1,0 +1,385 @@
+//go:build integration
+
+// Package apiload measures what the handlers and the cluster controller cost the API
+// server, counted from a real kube-apiserver's audit log: simulated clusters of 20, 50 and
+// 200 nodes (the real handler and reporter per node, each with its own client and user
+// agent, an engine double in place of NetworkManager) and the controller as its own process.
+package apiload_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/simnode"
+)
+
+// auditPolicy records every request once, when its response is complete.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+`
+
+// The peer: upstream kubernetes-nmstate's handler, measured with the same method
+// (FIELD-NOTES section 6): 20 nodes x 5 policies.
+const peerRequestsPerPair, peerWritesPerPair = 73.0, 22.0
+
+// cluster is one simulated cluster on its own API server.
+type cluster struct {
+	env        *envtest.Environment
+	admin      client.Client
+	auditLog   string
+	nodes      []*simnode.Node
+	controller *exec.Cmd
+}
+
+func startCluster(tb testing.TB, nodes int) *cluster {
+	tb.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		tb.Fatal("KUBEBUILDER_ASSETS is unset: run make test-integration or make bench (hack/envtest-assets.sh builds kube-apiserver and etcd)")
+	}
+	dir := tb.TempDir()
+	c := &cluster{auditLog: filepath.Join(dir, "audit.log")}
+	policyFile := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(auditPolicy), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	c.env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
+	c.env.ControlPlane.GetAPIServer().Configure().
+		Append("audit-policy-file", policyFile).
+		Append("audit-log-path", c.auditLog).
+		Append("audit-log-maxsize", "0")
+	cfg, err := c.env.Start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.env.Stop() })
+	scheme, err := api.NewScheme()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	admin := rest.CopyConfig(cfg)
+	admin.UserAgent, admin.QPS, admin.Burst = "apiload-bench", 500, 1000
+	if c.admin, err = client.New(admin, client.Options{Scheme: scheme}); err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < nodes; i++ {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i), Labels: map[string]string{"role": "worker"}}}
+		if err := c.admin.Create(ctx, n); err != nil {
+			tb.Fatal(err)
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if err := c.admin.Status().Update(ctx, n); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	c.startController(tb, dir)
+	// Each handler gets the client settings of cmd/handler (ctrl.GetConfig: 20 QPS, burst 30).
+	handler := rest.CopyConfig(cfg)
+	handler.QPS, handler.Burst = 20, 30
+	for i := 0; i < nodes; i++ {
+		n := simnode.New(fmt.Sprintf("node-%03d", i), handler, scheme)
+		if err := n.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	tb.Cleanup(func() {
+		for _, n := range c.nodes {
+			_ = n.Stop()
+		}
+	})
+	// Steady state: every node's reporter has written its NodeNetworkState.
+	c.waitFor(tb, "every node's NodeNetworkState", 2*time.Minute, func() (bool, error) {
+		list := &v1beta1.NodeNetworkStateList{}
+		err := c.admin.List(ctx, list)
+		return len(list.Items) == nodes, err
+	})
+	return c
+}
+
+// startController runs cmd/controller as its own process, with leader election as deployed.
+func (c *cluster) startController(tb testing.TB, dir string) {
+	bin := filepath.Join(dir, "controller")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nmoverlay/nmoverlay/cmd/controller").CombinedOutput(); err != nil {
+		tb.Fatalf("building the controller: %v: %s", err, out)
+	}
+	user, err := c.env.AddUser(envtest.User{Name: "nmoverlay-controller", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.controller = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-election-namespace", "default",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error")
+	c.controller.Stdout, c.controller.Stderr = logFile, logFile
+	if err := c.controller.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.controller.Process.Kill(); _ = c.controller.Wait(); logFile.Close() })
+}
+
+func (c *cluster) waitFor(tb testing.TB, what string, timeout time.Duration, done func() (bool, error)) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := done()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s (last error: %v)", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// createPolicies creates n policies selecting every worker, each on an interface of its own.
+func (c *cluster) createPolicies(tb testing.TB, n int) {
+	for i := 0; i < n; i++ {
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("policy-%02d", i)}}
+		p.Spec.NodeSelector = map[string]string{"role": "worker"}
+		p.Spec.DesiredState = shared.State{Raw: []byte(fmt.Sprintf(`{"interfaces":[{"name":"dummy%d","type":"dummy","state":"up"}]}`, i))}
+		if err := c.admin.Create(context.Background(), p); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// converged: every enactment Available and every policy Available.
+func (c *cluster) converged(pairs, policies int) (bool, error) {
+	ctx := context.Background()
+	enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+	if err := c.admin.List(ctx, enactments); err != nil {
+		return false, err
+	}
+	available := 0
+	for i := range enactments.Items {
+		if node.IsTrue(&enactments.Items[i], shared.EnactmentAvailable, "") {
+			available++
+		}
+	}
+	if available < pairs {
+		return false, fmt.Errorf("%d of %d enactments available", available, pairs)
+	}
+	list := &nmstatev1.NodeNetworkConfigurationPolicyList{}
+	if err := c.admin.List(ctx, list); err != nil {
+		return false, err
+	}
+	for _, p := range list.Items {
+		cond := metav1.Condition{}
+		for _, pc := range p.Status.Conditions {
+			if pc.Type == shared.PolicyAvailable {
+				cond = pc
+			}
+		}
+		if cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != p.Generation {
+			return false, fmt.Errorf("policy %s: %s", p.Name, cond.Message)
+		}
+	}
+	return len(list.Items) == policies, nil
+}
+
+// auditEvent is what the count needs of an audit.k8s.io/v1 Event.
+type auditEvent struct {
+	Verb           string `json:"verb"`
+	UserAgent      string `json:"userAgent"`
+	ObjectRef      *struct{ Resource, Subresource string }
+	ResponseStatus *struct{ Code int }
+	Received       metav1.MicroTime `json:"requestReceivedTimestamp"`
+}
+
+// tally counts one component's requests in a window.
+type tally struct {
+	requests, writes, events, conflicts, watches int
+	byKind                                       map[string]int // "verb resource[/subresource]"
+}
+
+func (t *tally) add(e auditEvent) {
+	if e.Verb == "watch" {
+		t.watches++ // a watch is one long request; counted apart
+		return
+	}
+	t.requests++
+	if t.byKind == nil {
+		t.byKind = map[string]int{}
+	}
+	if e.ObjectRef != nil {
+		t.byKind[strings.TrimSuffix(e.Verb+" "+e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/")]++
+	}
+	switch e.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		t.writes++
+		if e.ObjectRef != nil && e.ObjectRef.Resource == "events" {
+			t.events++
+		}
+	}
+	if e.ResponseStatus != nil && e.ResponseStatus.Code == 409 {
+		t.conflicts++
+	}
+}
+
+// count tallies the handlers' and the controller's requests received in [from, to).
+func (c *cluster) count(tb testing.TB, from, to time.Time) (handlers, controller tally) {
+	f, err := os.Open(c.auditLog)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			tb.Fatal(err)
+		}
+		if e.Received.Time.Before(from) || !e.Received.Time.Before(to) {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(e.UserAgent, "nmoverlay-handler/"):
+			handlers.add(e)
+		case strings.HasPrefix(e.UserAgent, "controller/"):
+			controller.add(e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return handlers, controller
+}
+
+// procStatus reads a field (VmRSS, VmHWM) of a process's /proc status, in KiB.
+func procStatus(pid int, field string) float64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, field+":")), "%f", &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+// idleWindow is how long a converged cluster is watched for requests it should not make.
+const idleWindow = 30 * time.Second
+
+// BenchmarkAPILoad: requests and writes per node-policy pair to converge, 409 conflicts,
+// idle requests per node per hour, and the controller's memory, for clusters of 20, 50
+// and 200 nodes with 5 and 20 policies each. Run with -benchtime 1x.
+func BenchmarkAPILoad(b *testing.B) {
+	ctrl.SetLogger(logr.Discard())
+	fmt.Println("API load, counted from the API server's audit log (handlers in-process with engine doubles, controller a process):")
+	fmt.Printf("  %-22s %9s %9s %7s %9s %9s %10s %12s %11s\n", "cluster", "converge", "req/pair", "vs peer", "wr/pair", "vs peer",
+		"409s", "idle req/n/h", "idle writes")
+	for _, size := range []struct{ nodes, policies int }{{20, 5}, {20, 20}, {50, 5}, {50, 20}, {200, 5}, {200, 20}} {
+		b.Run(fmt.Sprintf("nodes=%d/policies=%d", size.nodes, size.policies), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				c := startCluster(b, size.nodes)
+				time.Sleep(2 * time.Second) // informers settled
+				start := time.Now()
+				c.createPolicies(b, size.policies)
+				pairs := size.nodes * size.policies
+				c.waitFor(b, "convergence", 10*time.Minute, func() (bool, error) { return c.converged(pairs, size.policies) })
+				took := time.Since(start)
+				time.Sleep(3 * time.Second) // the last status writes land
+				idleFrom := time.Now()
+				time.Sleep(idleWindow)
+				idleTo := time.Now()
+				time.Sleep(time.Second) // the audit log is flushed
+				h, ctl := c.count(b, start, idleFrom)
+				ih, ictl := c.count(b, idleFrom, idleTo)
+				reqPair := float64(h.requests+ctl.requests) / float64(pairs)
+				wrPair := float64(h.writes+ctl.writes) / float64(pairs)
+				perHour := float64(time.Hour) / float64(idleTo.Sub(idleFrom))
+				idleReq := float64(ih.requests) * perHour / float64(size.nodes)
+				fmt.Printf("  %-22s %9s %9.2f %6.2fx %9.2f %6.2fx %10d %12.1f %11d\n",
+					fmt.Sprintf("%d nodes x %d policies", size.nodes, size.policies), took.Round(100*time.Millisecond),
+					reqPair, reqPair/peerRequestsPerPair, wrPair, wrPair/peerWritesPerPair, h.conflicts+ctl.conflicts, idleReq, ih.writes)
+				fmt.Printf("    handlers: %d requests, %d writes (%d events), %d watches; controller: %d requests, %d writes, %d conflicts; "+
+					"idle controller: %d requests, %d writes (lease renewals); controller RSS %.1f MiB, peak %.1f MiB\n",
+					h.requests, h.writes, h.events, h.watches, ctl.requests, ctl.writes, ctl.conflicts, ictl.requests, ictl.writes,
+					procStatus(c.controller.Process.Pid, "VmRSS")/1024, procStatus(c.controller.Process.Pid, "VmHWM")/1024)
+				if testing.Verbose() {
+					fmt.Printf("    handler requests by kind: %v\n    controller requests by kind: %v\n", h.byKind, ctl.byKind)
+				}
+				b.ReportMetric(reqPair, "req/pair")
+				b.ReportMetric(wrPair, "writes/pair")
+				b.ReportMetric(float64(h.conflicts+ctl.conflicts), "conflicts")
+				b.ReportMetric(idleReq, "idle-req/node/h")
+				b.ReportMetric(float64(ih.writes), "idle-writes")
+			}
+		})
+	}
+	fmt.Printf("  peer: upstream kubernetes-nmstate, 20 nodes x 5 policies, same method (FIELD-NOTES section 6): %.0f requests and %.0f writes per pair\n",
+		peerRequestsPerPair, peerWritesPerPair)
+}
+
+// TestAPIBudget holds the handlers and the controller to their API budget on a small
+// cluster, so a change that adds requests fails here before the benchmark shows it: at
+// most 3 enactment writes per node-policy pair (create, claim, result) plus the nodes that
+// waited their turn, no 409 conflicts, and nothing written by an idle node.
+func TestAPIBudget(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	const nodes, policies = 6, 3
+	c := startCluster(t, nodes)
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	c.createPolicies(t, policies)
+	c.waitFor(t, "convergence", 2*time.Minute, func() (bool, error) { return c.converged(nodes*policies, policies) })
+	time.Sleep(6 * time.Second) // past the reporter's write interval
+	idleFrom := time.Now()
+	time.Sleep(10 * time.Second)
+	idleTo := time.Now()
+	time.Sleep(time.Second)
+	h, ctl := c.count(t, start, idleFrom)
+	ih, _ := c.count(t, idleFrom, idleTo)
+	pairs := float64(nodes * policies)
+	enactmentWrites := h.byKind["create nodenetworkconfigurationenactments"] + h.byKind["update nodenetworkconfigurationenactments/status"]
+	t.Logf("per pair: %.2f requests, %.2f writes, %.2f enactment writes; conflicts %d; idle: %d requests",
+		float64(h.requests+ctl.requests)/pairs, float64(h.writes+ctl.writes)/pairs, float64(enactmentWrites)/pairs, h.conflicts+ctl.conflicts, ih.requests)
+	// With maxUnavailable 50%, half the nodes of each policy wait once: one Pending each.
+	if budget := 3.5 * pairs; float64(enactmentWrites) > budget {
+		t.Errorf("%d enactment writes for %v pairs, budget %v: %v", enactmentWrites, pairs, budget, h.byKind)
+	}
+	if h.conflicts+ctl.conflicts > 0 {
+		t.Errorf("%d conflicts (409): a pass decided on a stale cache", h.conflicts+ctl.conflicts)
+	}
+	if ih.writes > 0 || ih.requests > 0 {
+		t.Errorf("idle nodes made %d requests, %d writes: %v", ih.requests, ih.writes, ih.byKind)
+	}
+}

@@ -1,0 +1,218 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/probe"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
+)
+
+// overlayNode is a node-tier host as an MCO rollout leaves it: the keyfile drop-in,
+// eth1's persistent profile (192.0.2.20/24, gateway 192.0.2.254) in the lower dir, the
+// tmpfiles config, and eth1 cabled at each boot to a gateway in a fabric netns.
+type overlayNode struct {
+	*nmhost.Node
+	layout overlay.Layout
+	fabric string
+	helper string // the nm-overlay binary
+
+	mu   sync.Mutex
+	boot int
+}
+
+// newOverlayNode makes the node (not booted); extra runs inside it at each boot after the
+// cabling (more NICs).
+func newOverlayNode(name, helper string, extra func(*nmhost.Node) error) (*overlayNode, error) {
+	o := &overlayNode{layout: overlay.DefaultLayout(), fabric: fmt.Sprintf("nmfabric-%s-%d", name, os.Getpid()), helper: helper}
+	if out, err := exec.Command("ip", "netns", "add", o.fabric).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	n, err := nmhost.New(name)
+	if err != nil {
+		o.close()
+		return nil, err
+	}
+	o.Node = n
+	files := map[string]string{
+		filepath.Join(n.ConfD(), overlay.KeyfileDropIn): o.layout.KeyfileDropInContent(),
+		filepath.Join(n.Lower(), "eth1-persistent.nmconnection"): "[connection]\nid=eth1-persistent\nuuid=22222222-3333-4444-8555-666666666666\n" +
+			"type=ethernet\ninterface-name=eth1\n\n[ipv4]\nmethod=manual\naddress1=192.0.2.20/24,192.0.2.254\n\n[ipv6]\nmethod=disabled\n",
+		filepath.Join(n.Dir, "tmpfiles.conf"): o.layout.TmpfilesContent(),
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			o.close()
+			return nil, err
+		}
+	}
+	n.BootSetup = func(n *nmhost.Node) error {
+		// The old cable may outlive the previous boot's namespace for a moment.
+		_ = exec.Command("ip", "-n", o.fabric, "link", "del", "gw0").Run()
+		for _, args := range [][]string{
+			{"-n", o.fabric, "link", "add", "gw0", "type", "veth", "peer", "name", "eth1", "netns", strconv.Itoa(n.PID())},
+			{"-n", o.fabric, "addr", "add", "192.0.2.254/24", "dev", "gw0"},
+			{"-n", o.fabric, "link", "set", "gw0", "up"},
+		} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("ip %v: %v: %s", args, err, out)
+			}
+		}
+		if _, err := n.Run(context.Background(), "systemd-tmpfiles", "--create", filepath.Join(n.Dir, "tmpfiles.conf")); err != nil {
+			return err
+		}
+		if extra != nil {
+			return extra(n)
+		}
+		return nil
+	}
+	return o, nil
+}
+
+// start boots the node as systemd would: namespaces, nm-overlay setup, NetworkManager.
+func (o *overlayNode) start(ctx context.Context) error {
+	if err := o.Boot(ctx); err != nil {
+		return err
+	}
+	if out, err := o.Run(ctx, o.helper, "setup"); err != nil {
+		return fmt.Errorf("nm-overlay setup: %v: %s", err, out)
+	}
+	if err := o.StartNM(ctx, o.layout.NMEnvFile()); err != nil {
+		return fmt.Errorf("%v\n%s", err, o.NMLog())
+	}
+	o.mu.Lock()
+	o.boot++
+	o.mu.Unlock()
+	return nil
+}
+
+// reboot shuts the node down and starts it again: the tmpfs layer is gone.
+func (o *overlayNode) reboot(ctx context.Context) error {
+	o.Shutdown()
+	return o.start(ctx)
+}
+
+// bootID names the running boot, as /proc/sys/kernel/random/boot_id would.
+func (o *overlayNode) bootID() (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fmt.Sprintf("boot-%d", o.boot), nil
+}
+
+func (o *overlayNode) degraded() (string, error) {
+	b, err := os.ReadFile(o.PathInNode(o.layout.DegradedMarker()))
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	return string(b), err
+}
+
+func (o *overlayNode) close() {
+	if o.Node != nil {
+		o.Node.Close()
+	}
+	_ = exec.Command("ip", "netns", "del", o.fabric).Run()
+}
+
+// probes are the handler's probes on this node: the gateway pinged from inside the node's
+// network namespace, the API server, the Node's readiness.
+func (o *overlayNode) probes(nm *networkmanager.Client, cfg *rest.Config, reader client.Reader, nodeName string) probe.Set {
+	gateway := probe.Ping("default-gateway", func(ctx context.Context) (netip.Addr, error) {
+		s, err := nm.Show(ctx)
+		return state.DefaultGateway(s), err
+	})
+	return probe.Set{Timeout: 3 * time.Second, Probes: []probe.Probe{
+		probe.Func{ProbeName: "default-gateway", Fn: func(ctx context.Context) error {
+			return inNetNS(o.NetNSPath(), func() error { return gateway.Check(ctx) })
+		}},
+		probe.APIServer(cfg),
+		probe.NodeReady(reader, nodeName),
+	}}
+}
+
+// startHandler runs the real handler for nodeName against the node's NetworkManager until
+// the returned stop is called.
+func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName string) (stop func() error, err error) {
+	ctx := context.Background()
+	nm, err := networkmanager.Connect(ctx, o.BusAddress())
+	if err != nil {
+		return nil, err
+	}
+	skip := true // a restarted handler (the reboot) registers its controller again in this process
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Cache: node.CacheOptions(nodeName),
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		nm.Close()
+		return nil, err
+	}
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: nodeName, APIReader: mgr.GetAPIReader(),
+		Engine:   node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}},
+		BootID:   o.bootID,
+		Degraded: o.degraded,
+		Probes:   o.probes(nm, cfg, mgr.GetAPIReader(), nodeName),
+	}
+	if err := h.SetupWithManager(mgr); err != nil {
+		nm.Close()
+		return nil, err
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		defer nm.Close()
+		done <- mgr.Start(hctx)
+	}()
+	return func() error { cancel(); return <-done }, nil
+}
+
+// readyNode creates a Node object that is Ready, as the kubelet would report it.
+func readyNode(ctx context.Context, k8s client.Client, name string) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(ctx, n); err != nil {
+		return err
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	return k8s.Status().Update(ctx, n)
+}
+
+// inNetNS runs fn on a thread that joined the network namespace at path; the thread is
+// thrown away afterwards (never unlocked), so no other goroutine runs there.
+func inNetNS(path string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Setns(fd, unix.CLONE_NEWNET)
+			unix.Close(fd)
+		}
+		if err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
