@@ -6,15 +6,20 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -25,32 +30,42 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
-// bootIDFile names the running boot.
-const bootIDFile = "/proc/sys/kernel/random/boot_id"
+// options are the handler's flags.
+type options struct {
+	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
+}
 
 func main() {
-	nodeName := flag.String("node", os.Getenv("NODE_NAME"), "the node this handler runs on (NODE_NAME)")
-	bus := flag.String("bus", "", "D-Bus address of NetworkManager's bus (default: the system bus)")
-	layoutFile := flag.String("layout", overlay.LayoutFile, "nm-overlay layout file")
-	dnsHost := flag.String("dns-probe-host", "", "name the DNS probe resolves (default: the API server's host name, if it is a name)")
+	var o options
+	flag.StringVar(&o.nodeName, "node", os.Getenv("NODE_NAME"), "the node this handler runs on (NODE_NAME, from the downward API)")
+	flag.StringVar(&o.bus, "bus", "", "D-Bus address of NetworkManager's bus (default: the system bus, DBUS_SYSTEM_BUS_ADDRESS)")
+	flag.StringVar(&o.layoutFile, "layout", overlay.LayoutFile, "nm-overlay layout file, as the MachineConfig wrote it")
+	flag.StringVar(&o.dnsHost, "dns-probe-host", "", "name the DNS probe resolves (default: the API server's host name, if it is a name)")
+	flag.StringVar(&o.bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id",
+		"file naming the running boot: every policy is re-applied when it changes")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8089", `address serving Prometheus metrics ("0" disables)`)
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8090", `address serving /healthz and /readyz ("0" disables)`)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New())
-	if err := run(*nodeName, *bus, *layoutFile, *dnsHost); err != nil {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodeName, bus, layoutFile, dnsHost string) error {
+func run(o options) error {
+	nodeName, dnsHost := o.nodeName, o.dnsHost
 	if nodeName == "" {
 		return fmt.Errorf("no node name: set NODE_NAME or --node")
 	}
-	layout, err := overlay.LoadLayout(layoutFile)
+	layout, err := overlay.LoadLayout(o.layoutFile)
 	if err != nil {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	nm, err := networkmanager.Connect(ctx, bus)
+	nm, err := networkmanager.Connect(ctx, o.bus)
 	if err != nil {
 		return err
 	}
@@ -61,19 +76,29 @@ func run(nodeName, bus, layoutFile, dnsHost string) error {
 		return err
 	}
 	cfg := ctrl.GetConfigOrDie()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(nodeName)})
+	// One dialer for every client, so an apply can drop the connections it may have killed.
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	cfg.Dial = dialer.DialContext
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(nodeName),
+		Metrics: metricsserver.Options{BindAddress: o.metricsAddr}, HealthProbeBindAddress: o.probeAddr})
 	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 	h := &node.Handler{
 		Client:    mgr.GetClient(),
 		NodeName:  nodeName,
-		Engine:    node.NetworkManager{Client: nm},
+		Engine:    node.Reconnecting{Engine: node.NetworkManager{Client: nm}, CloseAll: dialer.CloseAll},
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost),
 		BootID: func() (string, error) {
-			b, err := os.ReadFile(bootIDFile)
+			b, err := os.ReadFile(o.bootIDFile)
 			return strings.TrimSpace(string(b)), err
 		},
 		Degraded: func() (string, error) {

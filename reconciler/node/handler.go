@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -69,6 +68,8 @@ type Handler struct {
 	// SlotTimeout is how long another node's Progressing enactment holds a rollout slot:
 	// a handler that died mid-apply frees its slot after it. Default 5 minutes.
 	SlotTimeout time.Duration
+
+	started time.Time // for the boot re-convergence metric
 }
 
 // pendingRetry is how often a node waiting for a rollout slot asks again.
@@ -89,6 +90,7 @@ func CacheOptions(nodeName string) cache.Options {
 
 // SetupWithManager runs the handler on policy changes and on changes of its Node's labels.
 func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
+	h.started = time.Now()
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: h.NodeName}}}
 	})
@@ -136,6 +138,11 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	degraded, err := h.Degraded()
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if degraded != "" {
+		overlayDegraded.Set(1)
+	} else {
+		overlayDegraded.Set(0)
 	}
 
 	var selected []Policy
@@ -190,10 +197,12 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	// inEffect: already applied in this boot at this generation; a failed transaction
 	// (rolled back) leaves these in place, so they stay Available.
 	inEffect := map[string]bool{}
+	newBoot := false // a policy applied before is re-applied because the node rebooted
 	for _, name := range plan.Applied {
 		e, ok := existing[name]
 		inEffect[name] = ok && e.Status.PolicyGeneration == generation[name] && e.Status.BootID == boot &&
 			IsTrue(e, shared.EnactmentAvailable, "")
+		newBoot = newBoot || (ok && e.Status.BootID != "" && e.Status.BootID != boot)
 		settled := ok && e.Status.PolicyGeneration == generation[name] &&
 			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, ""))
 		if !settled { // this generation was never applied here (new, or still waiting)
@@ -204,62 +213,75 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(queued) > 0 && len(waiting) == 0 {
-		// The claims stand as this node's place in the queue: nothing to write.
-		log.FromContext(ctx).V(1).Info("queued for a rollout slot", "policies", queued)
-		return reconcile.Result{RequeueAfter: pendingRetry}, nil
-	}
-	for name, why := range queued {
-		waiting[name] = why
-	}
-	if len(waiting) > 0 {
-		// Nothing is applied until every new generation has a slot, and the claims are
-		// given back: two nodes never hold a slot each while waiting for the other's.
-		var blocked []string
-		for name := range waiting {
-			blocked = append(blocked, name)
+	var requeue time.Duration
+	if len(waiting)+len(queued) > 0 {
+		requeue = pendingRetry
+		held := map[string]string{}
+		holdAll := false
+		for _, m := range []map[string]string{waiting, queued} {
+			for name, why := range m {
+				held[name] = why
+				// Converged in this boot (at an older generation): that generation is in
+				// effect, and applying without the policy would remove it.
+				holdAll = holdAll || existing[name].Status.BootID == boot
+			}
 		}
-		sort.Strings(blocked)
-		for _, name := range rollout {
-			msg, ok := waiting[name]
-			if !ok {
-				msg = "held back until " + strings.Join(blocked, ", ") + " get one"
+		if holdAll {
+			// Nothing is applied until every new generation has a slot, and the claims are
+			// given back: two nodes never hold a slot each while waiting for the other's.
+			var blocked []string
+			for name := range held {
+				blocked = append(blocked, name)
 			}
-			msg = "waiting for a rollout slot: " + msg
-			e := existing[name]
-			if IsTrue(e, shared.EnactmentPending, "") && meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentPending).Message == msg &&
-				e.Status.PolicyGeneration == generation[name] {
-				continue // nothing changed: no write, no timestamp moved
+			sort.Strings(blocked)
+			for _, name := range rollout {
+				if _, ok := held[name]; !ok {
+					held[name] = "held back until " + strings.Join(blocked, ", ") + " get one"
+				}
 			}
-			SetPending(e, msg)
-			e.Status.PolicyGeneration = generation[name]
-			if err := h.updateStatus(ctx, w, e); err != nil {
+		}
+		for name, why := range held {
+			if _, inQueue := queued[name]; inQueue && !holdAll {
+				continue // the claim stands as this node's place in the queue
+			}
+			if err := h.setPending(ctx, w, existing[name], generation[name], "waiting for a rollout slot: "+why); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
-		return reconcile.Result{RequeueAfter: pendingRetry}, nil
+		if holdAll {
+			return reconcile.Result{RequeueAfter: requeue}, nil
+		}
+		// Nothing of the held policies is in effect on this node: apply the others now.
+		var rest []Policy
+		for _, pol := range selected {
+			if _, ok := held[pol.Name]; !ok {
+				rest = append(rest, pol)
+			}
+		}
+		plan = MakePlan(rest)
 	}
 
 	// Re-applying after a boot or after a failure writes no Progressing: only a claim
 	// does, so a node re-converging after a reboot never holds another node's slot.
 	applyErr := h.apply(ctx, plan.Apply)
+	if applyErr == nil && newBoot {
+		bootReconvergence.Set(time.Since(h.started).Seconds())
+	}
 	// Enactments of policies that no longer select this node go once the engine has
 	// pruned what they applied; if that failed, they stay and say why.
 	if err := h.settleStale(ctx, w, existing, generation, applyErr); err != nil {
 		return reconcile.Result{}, err
 	}
 	for _, name := range plan.Applied {
-		e := existing[name]
-		if !inEffect[name] {
-			h.event(byName[name], node, applyErr)
+		if inEffect[name] {
+			continue // applied before in this boot; rolled back to, or applied again, it still is
 		}
+		e := existing[name]
+		h.event(byName[name], node, applyErr)
 		if applyErr != nil {
-			if inEffect[name] {
-				continue // rolled back to it: still applied
-			}
 			SetFailing(e, applyErr.Error())
 		} else {
-			SetAvailable(e, fmt.Sprintf("applied with %s in boot %s", strings.Join(plan.Applied, ", "), boot))
+			SetAvailable(e, "applied in boot "+boot)
 			e.Status.BootID = boot
 		}
 		if err := h.updateStatus(ctx, w, e); err != nil {
@@ -275,16 +297,18 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if !IsTrue(e, shared.EnactmentFailing, "") || e.Status.PolicyGeneration != pol.Generation {
-			h.event(byName[pol.Name], node, fmt.Errorf("%s", msg))
+		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue &&
+			c.Message == msg && e.Status.PolicyGeneration == pol.Generation {
+			continue // reported already
 		}
+		h.event(byName[pol.Name], node, fmt.Errorf("%s", msg))
 		SetFailing(e, msg)
 		e.Status.PolicyGeneration = pol.Generation
 		if err := h.updateStatus(ctx, w, e); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{}, applyErr
+	return reconcile.Result{RequeueAfter: requeue}, applyErr
 }
 
 // event tells operators on the policy that it failed on this node. Success is told once
@@ -299,18 +323,28 @@ func (h *Handler) event(policy *nmstatev1.NodeNetworkConfigurationPolicy, node *
 // apply applies desired, probes the node and commits, or rolls back when a probe that
 // passed before the apply fails after it.
 func (h *Handler) apply(ctx context.Context, desired state.State) error {
+	start := time.Now()
+	result := "failed"
+	defer func() { applyDuration.WithLabelValues(result).Observe(time.Since(start).Seconds()) }()
 	healthy := h.Probes.Baseline(ctx)
 	tx, err := h.Engine.Apply(ctx, desired)
 	if err != nil {
+		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge
 		return err
 	}
 	if err := h.Probes.Verify(ctx, healthy); err != nil {
+		rollbacks.WithLabelValues("probe").Inc()
 		if rbErr := tx.Rollback(ctx); rbErr != nil {
 			return fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr)
 		}
+		result = "rolled_back"
 		return fmt.Errorf("%w; rolled back", err)
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	result = "committed"
+	return nil
 }
 
 // upToDate: every selected policy's enactment reports the current generation, Available
@@ -383,6 +417,17 @@ func (h *Handler) settleStale(ctx context.Context, w *readyourwrites.Writes, exi
 		}
 	}
 	return nil
+}
+
+// setPending marks e Pending with msg, writing only when that changes something.
+func (h *Handler) setPending(ctx context.Context, w *readyourwrites.Writes, e *v1beta1.NodeNetworkConfigurationEnactment, generation int64, msg string) error {
+	if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentPending); c != nil && c.Status == metav1.ConditionTrue &&
+		c.Message == msg && e.Status.PolicyGeneration == generation {
+		return nil // nothing changed: no write, no timestamp moved
+	}
+	SetPending(e, msg)
+	e.Status.PolicyGeneration = generation
+	return h.updateStatus(ctx, w, e)
 }
 
 func (h *Handler) updateStatus(ctx context.Context, w *readyourwrites.Writes, e *v1beta1.NodeNetworkConfigurationEnactment) error {

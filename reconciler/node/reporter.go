@@ -119,7 +119,11 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	}
 	status.LastSuccessfulUpdateTime = metav1.Now()
 	nns.Status = status
-	return true, r.Client.Status().Update(ctx, nns)
+	if err := r.Client.Status().Update(ctx, nns); err != nil {
+		return false, err
+	}
+	nnsWrites.Inc()
+	return true, nil
 }
 
 // sameState compares two JSON documents by content (the API server may reorder keys).

@@ -53,6 +53,7 @@ type cluster struct {
 	auditLog   string
 	nodes      []*simnode.Node
 	controller *exec.Cmd
+	ctlLog     string
 }
 
 func startCluster(tb testing.TB, nodes int) *cluster {
@@ -139,12 +140,13 @@ func (c *cluster) startController(tb testing.TB, dir string) {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
+	c.ctlLog = filepath.Join(dir, "controller.log")
+	logFile, err := os.Create(c.ctlLog)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	c.controller = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-election-namespace", "default",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "info")
 	c.controller.Stdout, c.controller.Stderr = logFile, logFile
 	if err := c.controller.Start(); err != nil {
 		tb.Fatal(err)
@@ -161,7 +163,11 @@ func (c *cluster) waitFor(tb testing.TB, what string, timeout time.Duration, don
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s (last error: %v)", what, err)
+			log, _ := os.ReadFile(c.ctlLog)
+			if len(log) > 4000 {
+				log = log[len(log)-4000:]
+			}
+			tb.Fatalf("timed out waiting for %s (last error: %v); controller log:\n%s", what, err, log)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -316,7 +322,7 @@ func BenchmarkAPILoad(b *testing.B) {
 				pairs := size.nodes * size.policies
 				c.waitFor(b, "convergence", 10*time.Minute, func() (bool, error) { return c.converged(pairs, size.policies) })
 				took := time.Since(start)
-				time.Sleep(3 * time.Second) // the last status writes land
+				time.Sleep(7 * time.Second) // the last status writes land (the reporter spaces its writes 5 s)
 				idleFrom := time.Now()
 				time.Sleep(idleWindow)
 				idleTo := time.Now()

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -259,5 +260,65 @@ var _ = Describe("the per-node handler", Ordered, func() {
 			return got != nil && got.UID != e.UID
 		}, "10s").Should(BeTrue())
 		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+	})
+})
+
+// metricValue sums the samples of a metric whose labels include labels, from the
+// registry the handlers of this process serve.
+func metricValue(name string, labels map[string]string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	sample:
+		for _, m := range f.GetMetric() {
+			for k, v := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == k && l.GetValue() == v)
+				}
+				if !found {
+					continue sample
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+var _ = Describe("the handler's metrics", func() {
+	It("count applies by result, rollbacks by reason, and NodeNetworkState writes", func() {
+		// Ginkgo runs the handler specs in this process too, in any order; whatever ran
+		// before, a fresh node makes each of these move.
+		ctx := context.Background()
+		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metrics-node", Labels: map[string]string{"metrics": "yes"}}})).To(Succeed())
+		n := simnode.New("metrics-node", cfg, k8s.Scheme())
+		Expect(n.Start()).To(Succeed())
+		DeferCleanup(n.Stop)
+		committed := metricValue("nmoverlay_apply_duration_seconds", map[string]string{"result": "committed"})
+		probeRollbacks := metricValue("nmoverlay_rollbacks_total", map[string]string{"reason": "probe"})
+		writes := metricValue("nmoverlay_nodenetworkstate_writes_total", nil)
+		sel := map[string]string{"metrics": "yes"}
+		Expect(k8s.Create(ctx, policy("metrics-ok", sel, `{"interfaces":[{"name":"eth9","type":"ethernet","mtu":1450}]}`))).To(Succeed())
+		Eventually(enactment("metrics-node", "metrics-ok"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Expect(metricValue("nmoverlay_apply_duration_seconds", map[string]string{"result": "committed"})).To(BeNumerically(">", committed))
+		Eventually(func() float64 { return metricValue("nmoverlay_nodenetworkstate_writes_total", nil) }, "10s").Should(BeNumerically(">", writes))
+		Expect(k8s.Create(ctx, policy("metrics-cut", sel, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
+		Eventually(enactment("metrics-node", "metrics-cut"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "probe default-gateway failed"))
+		Expect(metricValue("nmoverlay_rollbacks_total", map[string]string{"reason": "probe"})).To(BeNumerically(">", probeRollbacks))
+		for _, p := range []string{"metrics-ok", "metrics-cut"} {
+			Expect(k8s.Delete(ctx, policy(p, nil, ""))).To(Succeed())
+		}
 	})
 })

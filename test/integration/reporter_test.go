@@ -5,6 +5,7 @@ package integration_test
 import (
 	"context"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -45,7 +46,7 @@ var _ = Describe("the NodeNetworkState reporter", Ordered, func() {
 	BeforeAll(func() {
 		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rep-node"}})).To(Succeed())
 		current = state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(1500)}}}
-		r := &node.Reporter{Client: k8s, NodeName: "rep-node", Changes: changes,
+		r := &node.Reporter{Client: k8s, NodeName: "rep-node", Changes: changes, MinInterval: time.Second,
 			Show: func(context.Context) (state.State, error) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -288,3 +288,11 @@ func (n *Node) NetNSPath() string {
 
 // PID is a process inside the node's namespaces (for `ip link ... netns PID`).
 func (n *Node) PID() int { return n.holder.Process.Pid }
+
+// NMPID is the running NetworkManager's process ID (nsenter and env exec it in place).
+func (n *Node) NMPID() int {
+	if n.nm == nil || n.nm.Process == nil {
+		return 0
+	}
+	return n.nm.Process.Pid
+}

@@ -5,12 +5,16 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +22,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
@@ -30,6 +37,10 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
+
+// bootIDFile is where a test node names its boot, in its /run (a real node's boot ID is
+// the kernel's, which these nodes share with the machine).
+const bootIDFile = "/run/nmoverlay-test-boot-id"
 
 // overlayNode is a node-tier host as an MCO rollout leaves it: the keyfile drop-in,
 // eth1's persistent profile (192.0.2.20/24, gateway 192.0.2.254) in the lower dir, the
@@ -106,7 +117,9 @@ func (o *overlayNode) start(ctx context.Context) error {
 	o.mu.Lock()
 	o.boot++
 	o.mu.Unlock()
-	return nil
+	id, _ := o.bootID()
+	_, err := o.Run(ctx, "sh", "-c", "echo "+id+" > "+bootIDFile)
+	return err
 }
 
 // reboot shuts the node down and starts it again: the tmpfs layer is gone.
@@ -215,4 +228,107 @@ func inNetNS(path string, fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// fabricAPIAddr is where a node reaches the API server: through its eth1, across the fabric.
+const fabricAPIAddr = "192.0.2.254:6443"
+
+// serveAPIInFabric makes the API server reachable at fabricAPIAddr inside the fabric netns
+// only: the listening socket is made in the fabric, the connections to the API server on
+// this host's loopback. A node that loses eth1 loses the API server.
+func serveAPIInFabric(fabricNetNS, apiServer string) (stop func(), err error) {
+	u, err := url.Parse(apiServer)
+	if err != nil {
+		return nil, err
+	}
+	apiHost := u.Host
+	var ln net.Listener
+	err = inNetNS("/var/run/netns/"+fabricNetNS, func() error {
+		var err error
+		ln, err = net.Listen("tcp", fabricAPIAddr)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		conns = append(conns, c)
+	}
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			track(in)
+			go func() {
+				defer in.Close()
+				out, err := net.Dial("tcp", apiHost)
+				if err != nil {
+					return
+				}
+				track(out)
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	return func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}, nil
+}
+
+// handlerKubeconfig writes a kubeconfig for user that reaches the API server across the
+// fabric (its serving certificate names localhost).
+func handlerKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "nmoverlay-handler", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	cfg := user.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["fabric"] = &clientcmdapi.Cluster{Server: "https://" + fabricAPIAddr, CertificateAuthorityData: cfg.CAData, TLSServerName: "localhost"}
+	kc.AuthInfos["handler"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["fabric"] = &clientcmdapi.Context{Cluster: "fabric", AuthInfo: "handler"}
+	kc.CurrentContext = "fabric"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// reachesAPI: a TCP connection from inside the node to the API server across the fabric.
+func (o *overlayNode) reachesAPI() error {
+	_, err := o.Run(context.Background(), "bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(fabricAPIAddr, ":", "/", 1))
+	return err
+}
+
+// startHandlerProcess runs cmd/handler inside the node as the DaemonSet would, logging to
+// logPath; the boot ID comes from the node's /run.
+func (o *overlayNode) startHandlerProcess(bin, kubeconfig, nodeName, logPath string) (*exec.Cmd, error) {
+	cmd := o.Command(context.Background(), bin, "--node", nodeName, "--kubeconfig", kubeconfig,
+		"--boot-id-file", bootIDFile, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	return cmd, cmd.Start()
+}
+
+// goBuild builds pkg into out as make build does (static, stripped).
+func goBuild(pkg, out string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v: %s", pkg, err, b)
+	}
+	return nil
 }

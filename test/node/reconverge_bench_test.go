@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -68,8 +67,8 @@ func BenchmarkRebootReconvergence(b *testing.B) {
 	}
 	dir := b.TempDir()
 	helperBin := filepath.Join(dir, "nm-overlay")
-	if out, err := exec.Command("go", "build", "-o", helperBin, "github.com/nmoverlay/nmoverlay/cmd/nm-overlay").CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
+	if err := goBuild("github.com/nmoverlay/nmoverlay/cmd/nm-overlay", helperBin); err != nil {
+		b.Fatal(err)
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()

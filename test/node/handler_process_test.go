@@ -1,0 +1,141 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+)
+
+// The handler as it runs on a node: its own process (cmd/handler) inside the node's
+// namespaces, on the node's NetworkManager, reaching the API server only across the fabric.
+var _ = Describe("the handler process on a node, reaching the API server only through the fabric", Ordered, func() {
+	const nodeName = "proc"
+	var (
+		n          *overlayNode
+		env        *envtest.Environment
+		k8s        client.Client
+		ctx        = context.Background()
+		handlerBin string
+		kubeconfig string
+		proc       *exec.Cmd
+		procLog    string
+	)
+	startHandler := func() {
+		var err error
+		proc, err = n.startHandlerProcess(handlerBin, kubeconfig, nodeName, procLog)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	// killHandler ends the process as a node power-off would: no clean shutdown.
+	killHandler := func() {
+		_ = proc.Process.Kill()
+		_ = proc.Wait()
+	}
+	enactment := func(policy string) func() string {
+		return func() string {
+			e := &v1beta1.NodeNetworkConfigurationEnactment{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + "." + policy}, e); err != nil {
+				return "<none>"
+			}
+			for _, c := range e.Status.Conditions {
+				if c.Status == metav1.ConditionTrue {
+					return c.Type + " " + e.Status.BootID + ": " + c.Message
+				}
+			}
+			return "<no condition>"
+		}
+	}
+	create := func(name, desired string) {
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(desired)}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+	}
+	addrs := func() string {
+		out, _ := n.Run(ctx, "ip", "-4", "addr", "show", "eth1")
+		return out
+	}
+
+	BeforeAll(func() {
+		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-node")
+		dir := GinkgoT().TempDir()
+		handlerBin, kubeconfig, procLog = filepath.Join(dir, "handler"), filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "handler.log")
+		Expect(goBuild("github.com/nmoverlay/nmoverlay/cmd/handler", handlerBin)).To(Succeed())
+
+		env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
+		cfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		scheme, err := api.NewScheme()
+		Expect(err).NotTo(HaveOccurred())
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(readyNode(ctx, k8s, nodeName)).To(Succeed())
+		Expect(handlerKubeconfig(env, kubeconfig)).To(Succeed())
+
+		n, err = newOverlayNode(nodeName, helper, nil)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(n.close)
+		stopFabric, err := serveAPIInFabric(n.fabric, cfg.Host)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stopFabric)
+		Expect(n.start(ctx)).To(Succeed())
+		Eventually(n.reachesAPI, "15s").Should(Succeed(), "the node reaches the API server across the fabric")
+		startHandler()
+		DeferCleanup(killHandler)
+	})
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() {
+			b, _ := os.ReadFile(procLog)
+			GinkgoWriter.Printf("handler log:\n%s\nNetworkManager log:\n%s\n", b, n.NMLog())
+		}
+	})
+
+	It("applies a policy; its profile lives only in the tmpfs layer", func() {
+		create("proc-uplink", `{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
+			"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.254","next-hop-interface":"eth1","metric":100}]}}`)
+		Eventually(enactment("proc-uplink"), "60s").Should(HavePrefix("Available boot-1"))
+		Expect(addrs()).To(ContainSubstring("192.0.2.10/24"))
+		upper, err := n.Run(ctx, "ls", n.layout.Upper())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(upper).To(ContainSubstring(".nmconnection"), "the policy's profile is in the tmpfs layer")
+		lower, _ := os.ReadDir(n.Lower())
+		Expect(lower).To(HaveLen(1), "nothing added to the persistent dir")
+	})
+
+	It("rolls back a policy that cuts the node off the API server", func() {
+		// The API server's address routed to a neighbour that does not exist.
+		create("proc-cut", `{"routes":{"config":[{"destination":"192.0.2.254/32","next-hop-address":"192.0.2.99","next-hop-interface":"eth1","metric":1}]}}`)
+		Eventually(enactment("proc-cut"), "90s").Should(SatisfyAll(HavePrefix("Failing"), MatchRegexp(`probe (api-server|default-gateway) failed`)))
+		Expect(enactment("proc-uplink")()).To(HavePrefix("Available boot-1"), "the policy in effect stays so")
+		out, _ := n.Run(ctx, "ip", "-4", "route")
+		Expect(out).NotTo(ContainSubstring("192.0.2.99"), "the route is gone")
+		Expect(k8s.Delete(ctx, &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "proc-cut"}})).To(Succeed())
+		Eventually(enactment("proc-cut"), "30s").Should(Equal("<none>"))
+	})
+
+	It("re-applies every policy after the node reboots", func() {
+		killHandler()
+		Expect(n.reboot(ctx)).To(Succeed())
+		Eventually(addrs, "15s").Should(SatisfyAll(ContainSubstring("192.0.2.20/24"), Not(ContainSubstring("192.0.2.10"))),
+			"after the reboot the node is on its persistent profile")
+		start := time.Now()
+		startHandler()
+		Eventually(enactment("proc-uplink"), "60s").Should(HavePrefix("Available boot-2"))
+		Expect(addrs()).To(ContainSubstring("192.0.2.10/24"))
+		GinkgoWriter.Println("re-converged", time.Since(start).Round(time.Millisecond), "after the handler started")
+	})
+})

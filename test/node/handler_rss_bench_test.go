@@ -1,0 +1,137 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
+)
+
+// Upstream kubernetes-nmstate's handler, FIELD-NOTES section 6: about 56 MiB RSS with no
+// real interfaces; its DaemonSet requests 100 MiB.
+const peerHandlerRSSMiB, peerHandlerRequestMiB = 56.0, 100.0
+
+// procKiB reads a field (VmRSS, VmHWM) of a process's /proc status, in KiB.
+func procKiB(pid int, field string) float64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			kb, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(l, field+":"))[0], 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// BenchmarkHandlerRSS200: the handler process's memory in steady state on a node with 200
+// interfaces, after applying a policy and reporting the node's state, next to the node's
+// NetworkManager measured in the same run. Run with -benchtime 1x.
+func BenchmarkHandlerRSS200(b *testing.B) {
+	ctrl.SetLogger(logr.Discard())
+	ctx := context.Background()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		b.Fatal("KUBEBUILDER_ASSETS is unset: run make bench")
+	}
+	dir := b.TempDir()
+	helperBin, handlerBin, kubeconfig := filepath.Join(dir, "nm-overlay"), filepath.Join(dir, "handler"), filepath.Join(dir, "kubeconfig")
+	for pkg, out := range map[string]string{"cmd/nm-overlay": helperBin, "cmd/handler": handlerBin} {
+		if err := goBuild("github.com/nmoverlay/nmoverlay/"+pkg, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Stop()
+	scheme, err := api.NewScheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const nodeName = "rss"
+	if err := readyNode(ctx, k8s, nodeName); err != nil {
+		b.Fatal(err)
+	}
+	if err := handlerKubeconfig(env, kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	n, err := newOverlayNode(nodeName, helperBin, func(n *nmhost.Node) error {
+		_, err := n.Run(ctx, "sh", "-c", `for i in $(seq 1 100); do ip link add v$i type veth peer name v${i}p; done`)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.close()
+	stopFabric, err := serveAPIInFabric(n.fabric, cfg.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stopFabric()
+	if err := n.start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; n.reachesAPI() != nil; i++ {
+		if i == 100 {
+			b.Fatal("the node does not reach the API server")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rss-uplink"}}
+	p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
+		"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.254","next-hop-interface":"eth1","metric":100}]}}`)}
+	if err := k8s.Create(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	proc, err := n.startHandlerProcess(handlerBin, kubeconfig, nodeName, filepath.Join(dir, "handler.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
+	waitUntil(b, 2*time.Minute, func() (bool, error) {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + ".rss-uplink"}, e); err != nil {
+			return false, err
+		}
+		nns := &v1beta1.NodeNetworkState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns); err != nil {
+			return false, err
+		}
+		return node.IsTrue(e, shared.EnactmentAvailable, "") && strings.Count(string(nns.Status.CurrentState.Raw), `"name":"v`) >= 200, nil
+	}, func() string { l, _ := os.ReadFile(filepath.Join(dir, "handler.log")); return string(l) })
+	time.Sleep(15 * time.Second) // steady state: nothing left to do
+	pid := proc.Process.Pid
+	rss, hwm, nmRSS := procKiB(pid, "VmRSS")/1024, procKiB(pid, "VmHWM")/1024, procKiB(n.NMPID(), "VmRSS")/1024
+	fmt.Printf("handler process, steady state on a node with 200 interfaces (one policy applied, state reported): RSS %.1f MiB (%.1f MiB anonymous, %.1f MiB of the binary and files), peak %.1f MiB\n",
+		rss, procKiB(pid, "RssAnon")/1024, procKiB(pid, "RssFile")/1024, hwm)
+	fmt.Printf("  same node's NetworkManager: RSS %.1f MiB (handler/NetworkManager %.2fx)\n", nmRSS, rss/nmRSS)
+	fmt.Printf("  peer: upstream kubernetes-nmstate handler %.0f MiB RSS with no real interfaces (FIELD-NOTES section 6; %.2fx), requests %.0f MiB\n",
+		peerHandlerRSSMiB, rss/peerHandlerRSSMiB, peerHandlerRequestMiB)
+	b.ReportMetric(rss, "MiB-rss")
+	b.ReportMetric(hwm, "MiB-peak")
+	b.ReportMetric(rss/nmRSS, "handler/NM")
+}
