@@ -91,9 +91,13 @@ func run(o options) error {
 		return err
 	}
 	h := &node.Handler{
-		Client:    mgr.GetClient(),
-		NodeName:  nodeName,
-		Engine:    node.Reconnecting{Engine: node.NetworkManager{Client: nm}, CloseAll: dialer.CloseAll},
+		Client:   mgr.GetClient(),
+		NodeName: nodeName,
+		// NetworkManager rolls the checkpoint back by itself if this process dies; its
+		// timeout must outlast activation (30 s) and the probes (probeTimeout), or it fires
+		// while the probes still wait.
+		Engine: node.Reconnecting{Engine: node.NetworkManager{Client: nm,
+			Options: networkmanager.ApplyOptions{RollbackTimeout: 30*time.Second + probeTimeout + 30*time.Second}}, CloseAll: dialer.CloseAll},
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost),
@@ -125,10 +129,14 @@ func run(o options) error {
 	return mgr.Start(ctx)
 }
 
+// probeTimeout bounds how long a probe may take to pass after an apply (a bridge's
+// forwarding delay, a bond's negotiation); the network is rolled back after it.
+const probeTimeout = 45 * time.Second
+
 // probes are the checks between apply and commit; each is used only if it passes before
 // the apply (a gateway that was already unreachable does not block every policy).
 func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string) probe.Set {
-	set := probe.Set{Probes: []probe.Probe{
+	set := probe.Set{Timeout: probeTimeout, Probes: []probe.Probe{
 		probe.Ping("default-gateway", func(ctx context.Context) (netip.Addr, error) { return defaultGateway(ctx, nm) }),
 		probe.APIServer(cfg),
 		probe.NodeReady(reader, nodeName),

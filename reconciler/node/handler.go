@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -70,10 +68,14 @@ type Handler struct {
 	SlotTimeout time.Duration
 
 	started time.Time // for the boot re-convergence metric
+	// failures: policies whose apply failed, by name; in memory (a restarted handler
+	// tries once at once). One worker: no lock.
+	failures map[string]failure
 }
 
-// pendingRetry is how often a node waiting for a rollout slot asks again.
-const pendingRetry = 2 * time.Second
+// pendingRetry is how often a node waiting for a rollout slot asks again (each time two
+// uncached lists), jittered so waiting nodes do not ask in step.
+const pendingRetry = 4 * time.Second
 
 // degradedRetry is how often a node refusing policies checks its overlay again.
 const degradedRetry = 30 * time.Second
@@ -118,197 +120,162 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return res, err
 }
 
-func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reconcile.Result, error) {
-	node := &corev1.Node{}
-	if err := h.Client.Get(ctx, types.NamespacedName{Name: h.NodeName}, node); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+// nodeView is what one pass reads: the node, the policies selecting it, its enactments.
+type nodeView struct {
+	node       *corev1.Node
+	selected   []Policy // sorted by name
+	byName     map[string]*nmstatev1.NodeNetworkConfigurationPolicy
+	generation map[string]int64 // of the selected policies
+	existing   map[string]*v1beta1.NodeNetworkConfigurationEnactment
+	boot       string
+	degraded   string
+}
+
+// read reads the pass's view from the cache; nil when the Node is gone.
+func (h *Handler) read(ctx context.Context) (*nodeView, error) {
+	v := &nodeView{node: &corev1.Node{}, byName: map[string]*nmstatev1.NodeNetworkConfigurationPolicy{},
+		generation: map[string]int64{}, existing: map[string]*v1beta1.NodeNetworkConfigurationEnactment{}}
+	if err := h.Client.Get(ctx, types.NamespacedName{Name: h.NodeName}, v.node); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
 	policies := &nmstatev1.NodeNetworkConfigurationPolicyList{}
 	if err := h.Client.List(ctx, policies); err != nil {
-		return reconcile.Result{}, err
+		return nil, err
 	}
 	enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
 	if err := h.Client.List(ctx, enactments, client.MatchingLabels{shared.NodeLabel: h.NodeName}); err != nil {
-		return reconcile.Result{}, err
+		return nil, err
 	}
-	boot, err := h.BootID()
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading the boot ID: %w", err)
+	var err error
+	if v.boot, err = h.BootID(); err != nil {
+		return nil, fmt.Errorf("reading the boot ID: %w", err)
 	}
-	degraded, err := h.Degraded()
-	if err != nil {
-		return reconcile.Result{}, err
+	if v.degraded, err = h.Degraded(); err != nil {
+		return nil, err
 	}
-	if degraded != "" {
-		overlayDegraded.Set(1)
-	} else {
-		overlayDegraded.Set(0)
-	}
-
-	var selected []Policy
-	generation := map[string]int64{}
-	byName := map[string]*nmstatev1.NodeNetworkConfigurationPolicy{}
 	for i, p := range policies.Items {
-		byName[p.Name] = &policies.Items[i]
+		v.byName[p.Name] = &policies.Items[i]
 		pol := Policy{Name: p.Name, Generation: p.Generation, NodeSelector: p.Spec.NodeSelector,
 			Capture: p.Spec.Capture, DesiredState: p.Spec.DesiredState.Raw}
-		if pol.Selects(node.Labels) {
-			selected = append(selected, pol)
-			generation[p.Name] = p.Generation
+		if pol.Selects(v.node.Labels) {
+			v.selected = append(v.selected, pol)
+			v.generation[p.Name] = p.Generation
 		}
 	}
-	sort.Slice(selected, func(i, j int) bool { return selected[i].Name < selected[j].Name })
-	existing := map[string]*v1beta1.NodeNetworkConfigurationEnactment{}
+	sort.Slice(v.selected, func(i, j int) bool { return v.selected[i].Name < v.selected[j].Name })
 	for i := range enactments.Items {
 		e := &enactments.Items[i]
-		existing[e.Labels[shared.PolicyLabel]] = e
+		v.existing[e.Labels[shared.PolicyLabel]] = e
 	}
-	plan := MakePlan(selected)
+	return v, nil
+}
 
-	if h.upToDate(plan, generation, existing, boot, degraded) {
+func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reconcile.Result, error) {
+	v, err := h.read(ctx)
+	if v == nil || err != nil {
+		return reconcile.Result{}, err
+	}
+	if v.degraded != "" {
+		overlayDegraded.Set(1)
+		return h.refuse(ctx, w, v)
+	}
+	overlayDegraded.Set(0)
+	plan := MakePlan(v.selected)
+	if h.upToDate(plan, v) {
 		return reconcile.Result{}, nil
 	}
 
-	if degraded != "" {
-		for _, pol := range selected {
-			e, err := h.enactment(ctx, w, node, pol.Name, existing)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			msg := "refused: the node's keyfile overlay is degraded, so changes would become persistent: " + degraded
-			if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue &&
-				c.Message == msg && e.Status.PolicyGeneration == pol.Generation {
-				continue // refused already, for the same reason
-			}
-			h.event(byName[pol.Name], node, fmt.Errorf("%s", msg))
-			SetFailing(e, msg)
-			e.Status.PolicyGeneration = pol.Generation
-			if err := h.updateStatus(ctx, w, e); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		// Nothing signals a repaired overlay (nm-overlay reset): look again.
-		return reconcile.Result{RequeueAfter: degradedRetry}, nil
-	}
-
-	// A new generation of a policy takes a rollout slot first; re-applying after a boot
-	// does not (the policy was rolled out already).
-	var rollout []string
-	// inEffect: already applied in this boot at this generation; a failed transaction
-	// (rolled back) leaves these in place, so they stay Available.
+	// inEffect: applied in this boot at this generation. A new generation takes a rollout
+	// slot first; re-applying after a boot or a failure does not (it was rolled out).
 	inEffect := map[string]bool{}
-	newBoot := false // a policy applied before is re-applied because the node rebooted
+	var rollout []string
+	newBoot := false
 	for _, name := range plan.Applied {
-		e, ok := existing[name]
-		inEffect[name] = ok && e.Status.PolicyGeneration == generation[name] && e.Status.BootID == boot &&
+		e, ok := v.existing[name]
+		inEffect[name] = ok && e.Status.PolicyGeneration == v.generation[name] && e.Status.BootID == v.boot &&
 			IsTrue(e, shared.EnactmentAvailable, "")
-		newBoot = newBoot || (ok && e.Status.BootID != "" && e.Status.BootID != boot)
-		settled := ok && e.Status.PolicyGeneration == generation[name] &&
+		settled := ok && e.Status.PolicyGeneration == v.generation[name] &&
 			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, ""))
-		if !settled { // this generation was never applied here (new, or still waiting)
+		if !settled {
 			rollout = append(rollout, name)
 		}
+		newBoot = newBoot || (ok && e.Status.BootID != "" && e.Status.BootID != v.boot)
 	}
-	waiting, queued, err := h.claimSlots(ctx, w, node, rollout, byName, existing)
+	waiting, queued, err := h.claimSlots(ctx, w, v, rollout)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var requeue time.Duration
-	if len(waiting)+len(queued) > 0 {
-		requeue = pendingRetry
-		held := map[string]string{}
-		holdAll := false
-		for _, m := range []map[string]string{waiting, queued} {
-			for name, why := range m {
-				held[name] = why
-				// Converged in this boot (at an older generation): that generation is in
-				// effect, and applying without the policy would remove it.
-				holdAll = holdAll || existing[name].Status.BootID == boot
-			}
+	for name, why := range waiting {
+		if err := h.setPending(ctx, w, v.existing[name], v.generation[name], "waiting for a rollout slot: "+why); err != nil {
+			return reconcile.Result{}, err
 		}
-		if holdAll {
-			// Nothing is applied until every new generation has a slot, and the claims are
-			// given back: two nodes never hold a slot each while waiting for the other's.
-			var blocked []string
-			for name := range held {
-				blocked = append(blocked, name)
-			}
-			sort.Strings(blocked)
-			for _, name := range rollout {
-				if _, ok := held[name]; !ok {
-					held[name] = "held back until " + strings.Join(blocked, ", ") + " get one"
-				}
-			}
-		}
-		for name, why := range held {
-			if _, inQueue := queued[name]; inQueue && !holdAll {
-				continue // the claim stands as this node's place in the queue
-			}
-			if err := h.setPending(ctx, w, existing[name], generation[name], "waiting for a rollout slot: "+why); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		if holdAll {
-			return reconcile.Result{RequeueAfter: requeue}, nil
-		}
-		// Nothing of the held policies is in effect on this node: apply the others now.
-		var rest []Policy
-		for _, pol := range selected {
-			if _, ok := held[pol.Name]; !ok {
-				rest = append(rest, pol)
-			}
-		}
-		plan = MakePlan(rest)
 	}
+	// Held: policies whose current generation is not applied in this pass (no slot yet,
+	// or failed and waiting out its backoff). Their last applied generation stays.
+	held := map[string]bool{}
+	var requeue time.Duration
+	for _, m := range []map[string]string{waiting, queued} {
+		for name := range m {
+			held[name], requeue = true, wait.Jitter(pendingRetry, 0.5)
+		}
+	}
+	for _, name := range plan.Applied {
+		if wait := h.backoff(name, v.generation[name]); wait > 0 && !inEffect[name] {
+			held[name] = true
+			if requeue == 0 || wait < requeue {
+				requeue = wait
+			}
+		}
+	}
+	apply, current := h.compose(v, plan, held)
 
-	// Re-applying after a boot or after a failure writes no Progressing: only a claim
-	// does, so a node re-converging after a reboot never holds another node's slot.
-	applyErr := h.apply(ctx, plan.Apply)
+	applyErr := h.apply(ctx, apply.Apply)
 	if applyErr == nil && newBoot {
 		bootReconvergence.Set(time.Since(h.started).Seconds())
 	}
 	// Enactments of policies that no longer select this node go once the engine has
 	// pruned what they applied; if that failed, they stay and say why.
-	if err := h.settleStale(ctx, w, existing, generation, applyErr); err != nil {
+	if err := h.settleStale(ctx, w, v, applyErr); err != nil {
 		return reconcile.Result{}, err
 	}
-	for _, name := range plan.Applied {
-		if inEffect[name] {
-			continue // applied before in this boot; rolled back to, or applied again, it still is
+	for _, name := range apply.Applied {
+		if !current[name] || inEffect[name] {
+			continue // its last applied generation, or applied before in this boot: nothing new to say
 		}
-		e := existing[name]
-		h.event(byName[name], node, applyErr)
+		e := v.existing[name]
+		h.event(v.byName[name], v.node, applyErr)
 		if applyErr != nil {
+			h.failed(name, v.generation[name])
 			SetFailing(e, applyErr.Error())
 		} else {
-			SetAvailable(e, "applied in boot "+boot)
-			e.Status.BootID = boot
+			h.succeeded(name)
+			SetAvailable(e, "applied in boot "+v.boot)
+			e.Status.BootID = v.boot
+			e.Status.DesiredState = shared.State{Raw: v.byName[name].Spec.DesiredState.Raw}
 		}
+		e.Status.PolicyGeneration = v.generation[name]
 		if err := h.updateStatus(ctx, w, e); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	for _, pol := range selected {
-		msg, failed := plan.Failed[pol.Name]
-		if !failed {
-			continue
-		}
-		e, err := h.enactment(ctx, w, node, pol.Name, existing)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue &&
-			c.Message == msg && e.Status.PolicyGeneration == pol.Generation {
-			continue // reported already
-		}
-		h.event(byName[pol.Name], node, fmt.Errorf("%s", msg))
-		SetFailing(e, msg)
-		e.Status.PolicyGeneration = pol.Generation
-		if err := h.updateStatus(ctx, w, e); err != nil {
+	// Invalid and conflicting policies: as written (plan), or against the generations
+	// that stayed in effect (apply).
+	for name, msg := range plan.Failed {
+		if err := h.reportInvalid(ctx, w, v, name, msg); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{RequeueAfter: requeue}, applyErr
+	for name, msg := range apply.Failed {
+		if current[name] {
+			if err := h.reportInvalid(ctx, w, v, name, msg); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+	if applyErr != nil {
+		return reconcile.Result{}, applyErr
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // event tells operators on the policy that it failed on this node. Success is told once
@@ -350,25 +317,22 @@ func (h *Handler) apply(ctx context.Context, desired state.State) error {
 // upToDate: every selected policy's enactment reports the current generation, Available
 // in this boot (or Failing with the same reason), and no enactment is left for a policy
 // that does not select the node.
-func (h *Handler) upToDate(plan Plan, generation map[string]int64, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, boot, degraded string) bool {
-	if degraded != "" {
-		return false
-	}
-	for name := range existing {
-		if _, ok := generation[name]; !ok {
+func (h *Handler) upToDate(plan Plan, v *nodeView) bool {
+	for name := range v.existing {
+		if _, ok := v.generation[name]; !ok {
 			return false
 		}
 	}
 	for _, name := range plan.Applied {
-		e, ok := existing[name]
-		if !ok || e.Status.PolicyGeneration != generation[name] || e.Status.BootID != boot ||
+		e, ok := v.existing[name]
+		if !ok || e.Status.PolicyGeneration != v.generation[name] || e.Status.BootID != v.boot ||
 			!IsTrue(e, shared.EnactmentAvailable, "") {
 			return false
 		}
 	}
 	for name, msg := range plan.Failed {
-		e, ok := existing[name]
-		if !ok || e.Status.PolicyGeneration != generation[name] || !IsTrue(e, shared.EnactmentFailing, "") {
+		e, ok := v.existing[name]
+		if !ok || e.Status.PolicyGeneration != v.generation[name] || !IsTrue(e, shared.EnactmentFailing, "") {
 			return false
 		}
 		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c == nil || c.Message != msg {
@@ -378,30 +342,127 @@ func (h *Handler) upToDate(plan Plan, generation map[string]int64, existing map[
 	return true
 }
 
+// refuse fails every selected policy while the node's overlay is degraded: what it
+// applied would become persistent.
+func (h *Handler) refuse(ctx context.Context, w *readyourwrites.Writes, v *nodeView) (reconcile.Result, error) {
+	msg := "refused: the node's keyfile overlay is degraded, so changes would become persistent: " + v.degraded
+	for _, pol := range v.selected {
+		if err := h.reportInvalid(ctx, w, v, pol.Name, msg); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	// Nothing signals a repaired overlay (nm-overlay reset): look again.
+	return reconcile.Result{RequeueAfter: degradedRetry}, nil
+}
+
+// reportInvalid marks the policy Failing with msg and tells operators, once.
+func (h *Handler) reportInvalid(ctx context.Context, w *readyourwrites.Writes, v *nodeView, name, msg string) error {
+	e, err := h.enactment(ctx, w, v, name)
+	if err != nil {
+		return err
+	}
+	if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue &&
+		c.Message == msg && e.Status.PolicyGeneration == v.generation[name] {
+		return nil // reported already
+	}
+	h.event(v.byName[name], v.node, fmt.Errorf("%s", msg))
+	SetFailing(e, msg)
+	e.Status.PolicyGeneration = v.generation[name]
+	return h.updateStatus(ctx, w, e)
+}
+
+// compose is what this pass applies: each selected policy at its current generation,
+// unless it is held or invalid; then at the generation it last applied on this node
+// (the enactment keeps that desired state), so nothing in effect is pruned because a
+// newer generation waits or fails; a policy never applied here is left out. current
+// names the policies applied at their current generation.
+func (h *Handler) compose(v *nodeView, plan Plan, held map[string]bool) (Plan, map[string]bool) {
+	ok := map[string]bool{}
+	for _, name := range plan.Applied {
+		ok[name] = !held[name]
+	}
+	current := map[string]bool{}
+	var pols []Policy
+	for _, pol := range v.selected {
+		if ok[pol.Name] {
+			current[pol.Name] = true
+			pols = append(pols, pol)
+			continue
+		}
+		if e := v.existing[pol.Name]; e != nil && len(e.Status.DesiredState.Raw) > 0 {
+			pol.DesiredState = e.Status.DesiredState.Raw
+			pols = append(pols, pol)
+		}
+	}
+	return MakePlan(pols), current
+}
+
+// failureBackoff is how long a policy whose apply failed waits before it is tried again
+// at the same generation: 30 s, doubling, at most 10 minutes. A change that broke a probe
+// is not applied again at once (each try costs the node its network for the probes'
+// duration), and other policies are applied meanwhile.
+func failureBackoff(attempts int) time.Duration {
+	d := 30 * time.Second
+	for i := 1; i < attempts && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
+}
+
+type failure struct {
+	generation int64
+	attempts   int
+	retryAt    time.Time
+}
+
+// backoff is how long the policy at this generation must still wait after failing.
+func (h *Handler) backoff(name string, generation int64) time.Duration {
+	f, ok := h.failures[name]
+	if !ok || f.generation != generation {
+		return 0
+	}
+	return max(time.Until(f.retryAt), 0)
+}
+
+func (h *Handler) failed(name string, generation int64) {
+	if h.failures == nil {
+		h.failures = map[string]failure{}
+	}
+	f := h.failures[name]
+	if f.generation != generation {
+		f = failure{generation: generation}
+	}
+	f.attempts++
+	f.retryAt = time.Now().Add(failureBackoff(f.attempts))
+	h.failures[name] = f
+}
+
+func (h *Handler) succeeded(name string) { delete(h.failures, name) }
+
 // enactment returns the policy's enactment on this node, creating it (named
 // <node>.<policy>, labelled, owned by the Node) if needed.
-func (h *Handler) enactment(ctx context.Context, w *readyourwrites.Writes, node *corev1.Node, policy string, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
-	if e, ok := existing[policy]; ok {
+func (h *Handler) enactment(ctx context.Context, w *readyourwrites.Writes, v *nodeView, policy string) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
+	if e, ok := v.existing[policy]; ok {
 		return e, nil
 	}
 	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{
 		Name:   h.NodeName + "." + policy,
 		Labels: map[string]string{shared.NodeLabel: h.NodeName, shared.PolicyLabel: policy},
 	}}
-	if err := controllerutil.SetOwnerReference(node, e, h.Client.Scheme()); err != nil {
+	if err := controllerutil.SetOwnerReference(v.node, e, h.Client.Scheme()); err != nil {
 		return nil, err
 	}
 	if err := h.Client.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	w.Wrote(e)
-	existing[policy] = e
+	v.existing[policy] = e
 	return e, nil
 }
 
-func (h *Handler) settleStale(ctx context.Context, w *readyourwrites.Writes, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment, generation map[string]int64, applyErr error) error {
-	for name, e := range existing {
-		if _, ok := generation[name]; ok {
+func (h *Handler) settleStale(ctx context.Context, w *readyourwrites.Writes, v *nodeView, applyErr error) error {
+	for name, e := range v.existing {
+		if _, ok := v.generation[name]; ok {
 			continue
 		}
 		if applyErr == nil {
@@ -436,163 +497,4 @@ func (h *Handler) updateStatus(ctx context.Context, w *readyourwrites.Writes, e 
 	}
 	w.Wrote(e)
 	return nil
-}
-
-// claimSlots claims a rollout slot for each new generation in rollout and returns why
-// the node must wait, if it must. A slot is a Progressing enactment of the policy's
-// current generation: no counter is kept anywhere, so nothing can leak. A claim is made
-// only when a slot looks free, so a waiting node does not flap. Two nodes may claim the
-// last slot at once, so the claims are read again and ranked by time: a node that lost
-// keeps its claim as its place in the queue, and goes when the claims ahead are done,
-// without writing again. waiting says why unclaimed policies wait, queued why claimed
-// ones do.
-func (h *Handler) claimSlots(ctx context.Context, w *readyourwrites.Writes, node *corev1.Node, rollout []string,
-	byName map[string]*nmstatev1.NodeNetworkConfigurationPolicy, existing map[string]*v1beta1.NodeNetworkConfigurationEnactment) (waiting, queued map[string]string, err error) {
-	if len(rollout) == 0 {
-		return nil, nil, nil
-	}
-	waiting, queued = map[string]string{}, map[string]string{}
-	// One claim time for the pass: a node's claims rank the same in every policy's queue.
-	now := metav1.Now()
-	var before *rolloutView
-	var claimed []*v1beta1.NodeNetworkConfigurationEnactment
-	for _, name := range rollout {
-		var e *v1beta1.NodeNetworkConfigurationEnactment
-		e, err = h.enactment(ctx, w, node, name, existing)
-		if err != nil {
-			return nil, nil, err
-		}
-		if IsTrue(e, shared.EnactmentProgressing, "") && e.Status.PolicyGeneration == byName[name].Generation {
-			claimed = append(claimed, e) // claimed in an earlier pass
-			continue
-		}
-		if before == nil {
-			if before, err = h.readRollout(ctx, rollout); err != nil {
-				return nil, nil, err
-			}
-		}
-		if full, why := before.slotsFull(byName[name], h.NodeName, nil, h.slotTimeout()); full {
-			waiting[name] = why
-			continue
-		}
-		SetProgressing(e, "rollout slot claimed by "+h.NodeName)
-		meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime = now
-		e.Status.PolicyGeneration = byName[name].Generation
-		if err := h.updateStatus(ctx, w, e); err != nil {
-			return nil, nil, err
-		}
-		claimed = append(claimed, e)
-	}
-	if len(claimed) == 0 {
-		return waiting, nil, nil
-	}
-	after, err := h.readRollout(ctx, rollout)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range claimed {
-		if full, why := after.slotsFull(byName[e.Labels[shared.PolicyLabel]], h.NodeName, e, h.slotTimeout()); full {
-			queued[e.Labels[shared.PolicyLabel]] = why
-		}
-	}
-	return waiting, queued, nil
-}
-
-func (h *Handler) slotTimeout() time.Duration {
-	if h.SlotTimeout <= 0 {
-		return 5 * time.Minute
-	}
-	return h.SlotTimeout
-}
-
-// rolloutView is the cluster as slot decisions see it, read uncached (the decision must
-// see the latest claims) in two requests however many policies roll out at once.
-type rolloutView struct {
-	nodes  []corev1.Node
-	ready  map[string]bool
-	claims map[string][]v1beta1.NodeNetworkConfigurationEnactment // by policy
-}
-
-func (h *Handler) readRollout(ctx context.Context, policies []string) (*rolloutView, error) {
-	nodes := &corev1.NodeList{}
-	if err := h.APIReader.List(ctx, nodes); err != nil {
-		return nil, err
-	}
-	v := &rolloutView{nodes: nodes.Items, ready: map[string]bool{}, claims: map[string][]v1beta1.NodeNetworkConfigurationEnactment{}}
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				v.ready[n.Name] = true
-			}
-		}
-	}
-	inRollout, err := labels.NewRequirement(shared.PolicyLabel, selection.In, policies)
-	if err != nil {
-		return nil, err
-	}
-	claims := &v1beta1.NodeNetworkConfigurationEnactmentList{}
-	if err := h.APIReader.List(ctx, claims, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*inRollout)}); err != nil {
-		return nil, err
-	}
-	for _, e := range claims.Items {
-		v.claims[e.Labels[shared.PolicyLabel]] = append(v.claims[e.Labels[shared.PolicyLabel]], e)
-	}
-	return v, nil
-}
-
-// slotsFull decides whether self must wait to apply a new generation of policy. Another
-// node's claim counts only while that node is Ready and the claim is younger than
-// timeout (a rebooting node or a dead handler frees its slot). With own (self's claim,
-// just written), claims are ranked by time, then node name, and the first maxUnavailable
-// go; without it, the question is whether any slot is free at all.
-func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration) (bool, string) {
-	matching := 0
-	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
-	for _, n := range v.nodes {
-		if sel.Selects(n.Labels) {
-			matching++
-		}
-	}
-	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
-	type slot struct {
-		node  string
-		since time.Time
-	}
-	var slots []slot
-	for _, e := range v.claims[policy.Name] {
-		nodeName := e.Labels[shared.NodeLabel]
-		c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing)
-		if nodeName == self || e.Status.PolicyGeneration != policy.Generation || c == nil ||
-			c.Status != metav1.ConditionTrue || !v.ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
-			continue
-		}
-		slots = append(slots, slot{nodeName, c.LastTransitionTime.Time})
-	}
-	// No count of the slots held: it changes with every claim, and a Pending enactment is
-	// rewritten only when its message changes.
-	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once", policy.Name, max, matching)
-	if own == nil {
-		return len(slots) >= max, why
-	}
-	mine := slot{self, meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time}
-	ahead := 0
-	for _, s := range slots {
-		if s.since.Before(mine.since) || (s.since.Equal(mine.since) && s.node < mine.node) {
-			ahead++
-		}
-	}
-	return ahead >= max, why
-}
-
-// maxUnavailable resolves the policy's maxUnavailable (default "50%", rounded up, at least 1).
-func maxUnavailable(v *intstr.IntOrString, matching int) int {
-	val := intstr.FromString("50%")
-	if v != nil {
-		val = *v
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&val, matching, true)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
 }

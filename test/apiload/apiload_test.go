@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,12 +50,20 @@ const peerRequestsPerPair, peerWritesPerPair = 73.0, 22.0
 
 // cluster is one simulated cluster on its own API server.
 type cluster struct {
-	env        *envtest.Environment
-	admin      client.Client
-	auditLog   string
-	nodes      []*simnode.Node
-	controller *exec.Cmd
-	ctlLog     string
+	env      *envtest.Environment
+	admin    client.Client
+	auditLog string
+	nodes    []*simnode.Node
+	ctlLog   string
+	ctlMu    sync.Mutex
+	ctlPID   int
+	restarts int // the controller exits when it loses its lease; as its Deployment would, it is started again
+}
+
+func (c *cluster) controllerPID() (pid, restarts int) {
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	return c.ctlPID, c.restarts
 }
 
 func startCluster(tb testing.TB, nodes int) *cluster {
@@ -145,13 +155,49 @@ func (c *cluster) startController(tb testing.TB, dir string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c.controller = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-election-namespace", "default",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "info")
-	c.controller.Stdout, c.controller.Stderr = logFile, logFile
-	if err := c.controller.Start(); err != nil {
+	args := []string{"--kubeconfig", kubeconfig, "--leader-election-namespace", "default",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "info"}
+	stop := make(chan struct{})
+	start := func() (*exec.Cmd, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		c.ctlMu.Lock()
+		c.ctlPID = cmd.Process.Pid
+		c.ctlMu.Unlock()
+		return cmd, nil
+	}
+	cmd, err := start()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = c.controller.Process.Kill(); _ = c.controller.Wait(); logFile.Close() })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_ = cmd.Wait()
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.ctlMu.Lock()
+			c.restarts++
+			c.ctlMu.Unlock()
+			if cmd, err = start(); err != nil {
+				return
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		close(stop)
+		pid, _ := c.controllerPID()
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-done
+		logFile.Close()
+	})
 }
 
 func (c *cluster) waitFor(tb testing.TB, what string, timeout time.Duration, done func() (bool, error)) {
@@ -328,6 +374,7 @@ func BenchmarkAPILoad(b *testing.B) {
 				idleTo := time.Now()
 				time.Sleep(time.Second) // the audit log is flushed
 				h, ctl := c.count(b, start, idleFrom)
+				pid, restarts := c.controllerPID()
 				ih, ictl := c.count(b, idleFrom, idleTo)
 				reqPair := float64(h.requests+ctl.requests) / float64(pairs)
 				wrPair := float64(h.writes+ctl.writes) / float64(pairs)
@@ -339,7 +386,10 @@ func BenchmarkAPILoad(b *testing.B) {
 				fmt.Printf("    handlers: %d requests, %d writes (%d events), %d watches; controller: %d requests, %d writes, %d conflicts; "+
 					"idle controller: %d requests, %d writes (lease renewals); controller RSS %.1f MiB, peak %.1f MiB\n",
 					h.requests, h.writes, h.events, h.watches, ctl.requests, ctl.writes, ctl.conflicts, ictl.requests, ictl.writes,
-					procStatus(c.controller.Process.Pid, "VmRSS")/1024, procStatus(c.controller.Process.Pid, "VmHWM")/1024)
+					procStatus(pid, "VmRSS")/1024, procStatus(pid, "VmHWM")/1024)
+				if restarts > 0 {
+					fmt.Printf("    the controller lost its lease %d times on the loaded API server and was started again\n", restarts)
+				}
 				if testing.Verbose() {
 					fmt.Printf("    handler requests by kind: %v\n    controller requests by kind: %v\n", h.byKind, ctl.byKind)
 				}

@@ -162,6 +162,45 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		}
 	})
 
+	It("keeps a policy that failed out of later passes until its backoff ends", func() {
+		nodeA := map[string]string{"kubernetes.io/hostname": "node-a"}
+		rollbacks := nodes[0].Engine.Rollbacks()
+		Expect(k8s.Create(ctx, policy("cut-again", nodeA, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "cut-again"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "probe default-gateway failed"))
+		Expect(k8s.Create(ctx, policy("after-cut", nodeA, `{"interfaces":[{"name":"eth8","type":"ethernet","mtu":1300}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "after-cut"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""),
+			"a policy created after a failed one is not failed with it")
+		Consistently(nodes[0].Engine.Rollbacks, "3s").Should(Equal(rollbacks+1), "the failed change is not tried again at once")
+		applied, _ := nodes[0].Engine.Last()
+		Expect(ifaceNames(applied)).To(SatisfyAll(ContainElement("eth8"), Not(ContainElement("cutgw0"))))
+		for _, p := range []string{"cut-again", "after-cut"} {
+			Expect(k8s.Delete(ctx, policy(p, nil, ""))).To(Succeed())
+			Eventually(enactment("node-a", p), "10s").Should(BeNil())
+		}
+	})
+
+	It("keeps the last applied generation in effect while a new one fails", func() {
+		nodeB := map[string]string{"kubernetes.io/hostname": "node-b"}
+		p := policy("gen-keep", nodeB, `{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400}]}`)
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(enactment("node-b", "gen-keep"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Expect(string(enactment("node-b", "gen-keep")().Status.DesiredState.Raw)).To(ContainSubstring(`"mtu":1400`), "the enactment records what it applied")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400},{"name":"cutgw0","type":"dummy"}]}`)}
+		Expect(k8s.Update(ctx, p)).To(Succeed())
+		Eventually(enactment("node-b", "gen-keep"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "probe default-gateway failed"))
+		// Another policy makes the node apply again: generation 1 of gen-keep stays.
+		Expect(k8s.Create(ctx, policy("gen-other", nodeB, `{"interfaces":[{"name":"eth4","type":"ethernet","mtu":1500}]}`))).To(Succeed())
+		Eventually(enactment("node-b", "gen-other"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		applied, _ := nodes[1].Engine.Last()
+		Expect(ifaceNames(applied)).To(SatisfyAll(ContainElement("eth6"), ContainElement("eth4"), Not(ContainElement("cutgw0"))),
+			"eth6 is not pruned because its policy's new generation failed")
+		for _, name := range []string{"gen-keep", "gen-other"} {
+			Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed())
+			Eventually(enactment("node-b", name), "10s").Should(BeNil())
+		}
+	})
+
 	It("re-evaluates selection when a node's labels change", func() {
 		n := &corev1.Node{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-c"}, n)).To(Succeed())

@@ -1,0 +1,179 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
+)
+
+// claimSlots claims a rollout slot for each new generation in rollout and returns why
+// the node must wait, if it must. A slot is a Progressing enactment of the policy's
+// current generation: no counter is kept anywhere, so nothing can leak. A claim is made
+// only when a slot looks free, so a waiting node does not flap. Two nodes may claim the
+// last slot at once, so the claims are read again and ranked by time: a node that lost
+// keeps its claim as its place in the queue, and goes when the claims ahead are done,
+// without writing again. waiting says why unclaimed policies wait, queued why claimed
+// ones do.
+func (h *Handler) claimSlots(ctx context.Context, w *readyourwrites.Writes, v *nodeView, rollout []string) (waiting, queued map[string]string, err error) {
+	byName := v.byName
+	if len(rollout) == 0 {
+		return nil, nil, nil
+	}
+	waiting, queued = map[string]string{}, map[string]string{}
+	// One claim time for the pass: a node's claims rank the same in every policy's queue.
+	now := metav1.Now()
+	var before *rolloutView
+	var claimed []*v1beta1.NodeNetworkConfigurationEnactment
+	for _, name := range rollout {
+		var e *v1beta1.NodeNetworkConfigurationEnactment
+		e, err = h.enactment(ctx, w, v, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if IsTrue(e, shared.EnactmentProgressing, "") && e.Status.PolicyGeneration == byName[name].Generation {
+			claimed = append(claimed, e) // claimed in an earlier pass
+			continue
+		}
+		if before == nil {
+			if before, err = h.readRollout(ctx, rollout); err != nil {
+				return nil, nil, err
+			}
+		}
+		if full, why := before.slotsFull(byName[name], h.NodeName, nil, h.slotTimeout()); full {
+			waiting[name] = why
+			continue
+		}
+		SetProgressing(e, "rollout slot claimed by "+h.NodeName)
+		meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime = now
+		e.Status.PolicyGeneration = byName[name].Generation
+		if err := h.updateStatus(ctx, w, e); err != nil {
+			return nil, nil, err
+		}
+		claimed = append(claimed, e)
+	}
+	if len(claimed) == 0 {
+		return waiting, nil, nil
+	}
+	after, err := h.readRollout(ctx, rollout)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range claimed {
+		if full, why := after.slotsFull(byName[e.Labels[shared.PolicyLabel]], h.NodeName, e, h.slotTimeout()); full {
+			queued[e.Labels[shared.PolicyLabel]] = why
+		}
+	}
+	return waiting, queued, nil
+}
+
+func (h *Handler) slotTimeout() time.Duration {
+	if h.SlotTimeout <= 0 {
+		return 5 * time.Minute
+	}
+	return h.SlotTimeout
+}
+
+// rolloutView is the cluster as slot decisions see it, read uncached (the decision must
+// see the latest claims) in two requests however many policies roll out at once.
+type rolloutView struct {
+	nodes  []corev1.Node
+	ready  map[string]bool
+	claims map[string][]v1beta1.NodeNetworkConfigurationEnactment // by policy
+}
+
+func (h *Handler) readRollout(ctx context.Context, policies []string) (*rolloutView, error) {
+	nodes := &corev1.NodeList{}
+	if err := h.APIReader.List(ctx, nodes); err != nil {
+		return nil, err
+	}
+	v := &rolloutView{nodes: nodes.Items, ready: map[string]bool{}, claims: map[string][]v1beta1.NodeNetworkConfigurationEnactment{}}
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				v.ready[n.Name] = true
+			}
+		}
+	}
+	inRollout, err := labels.NewRequirement(shared.PolicyLabel, selection.In, policies)
+	if err != nil {
+		return nil, err
+	}
+	claims := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+	if err := h.APIReader.List(ctx, claims, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*inRollout)}); err != nil {
+		return nil, err
+	}
+	for _, e := range claims.Items {
+		v.claims[e.Labels[shared.PolicyLabel]] = append(v.claims[e.Labels[shared.PolicyLabel]], e)
+	}
+	return v, nil
+}
+
+// slotsFull decides whether self must wait to apply a new generation of policy. Another
+// node's claim counts only while that node is Ready and the claim is younger than
+// timeout (a rebooting node or a dead handler frees its slot). With own (self's claim,
+// just written), claims are ranked by time, then node name, and the first maxUnavailable
+// go; without it, the question is whether any slot is free at all.
+func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration) (bool, string) {
+	matching := 0
+	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
+	for _, n := range v.nodes {
+		if sel.Selects(n.Labels) {
+			matching++
+		}
+	}
+	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
+	type slot struct {
+		node  string
+		since time.Time
+	}
+	var slots []slot
+	for _, e := range v.claims[policy.Name] {
+		nodeName := e.Labels[shared.NodeLabel]
+		c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing)
+		if nodeName == self || e.Status.PolicyGeneration != policy.Generation || c == nil ||
+			c.Status != metav1.ConditionTrue || !v.ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
+			continue
+		}
+		slots = append(slots, slot{nodeName, c.LastTransitionTime.Time})
+	}
+	// No count of the slots held: it changes with every claim, and a Pending enactment is
+	// rewritten only when its message changes.
+	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once", policy.Name, max, matching)
+	if own == nil {
+		return len(slots) >= max, why
+	}
+	mine := slot{self, meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time}
+	ahead := 0
+	for _, s := range slots {
+		if s.since.Before(mine.since) || (s.since.Equal(mine.since) && s.node < mine.node) {
+			ahead++
+		}
+	}
+	return ahead >= max, why
+}
+
+// maxUnavailable resolves the policy's maxUnavailable (default "50%", rounded up, at least 1).
+func maxUnavailable(v *intstr.IntOrString, matching int) int {
+	val := intstr.FromString("50%")
+	if v != nil {
+		val = *v
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&val, matching, true)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
