@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +74,8 @@ type Handler struct {
 	// failures: policies whose apply failed, by name; in memory (a restarted handler
 	// tries once at once). One worker: no lock.
 	failures map[string]failure
+	// committed: the boot and the state of the last commit in this process.
+	committed string
 }
 
 // pendingRetry is how often a node waiting for a rollout slot asks again (each time two
@@ -220,7 +225,7 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		}
 	}
 	for _, name := range plan.Applied {
-		if wait := h.backoff(name, v.generation[name]); wait > 0 && !inEffect[name] {
+		if wait := h.backoff(name, v.generation[name], policySet(v)); wait > 0 && !inEffect[name] {
 			held[name] = true
 			if requeue == 0 || wait < requeue {
 				requeue = wait
@@ -229,7 +234,18 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	}
 	apply, current := h.compose(v, plan, held)
 
-	applyErr := h.apply(ctx, apply.Apply)
+	var applyErr error
+	digest, err := json.Marshal(apply.Apply)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if key := v.boot + "/" + string(digest); key != h.committed {
+		// The engine is idempotent, but a pass that changes nothing (a retry that leaves
+		// a failed policy out) need not cost a transaction and the probes.
+		if applyErr = h.apply(ctx, apply.Apply); applyErr == nil {
+			h.committed = key
+		}
+	}
 	if applyErr == nil && newBoot {
 		bootReconvergence.Set(time.Since(h.started).Seconds())
 	}
@@ -238,14 +254,28 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	if err := h.settleStale(ctx, w, v, applyErr); err != nil {
 		return reconcile.Result{}, err
 	}
+	// When a change fails, the policies that had failed before at this generation are the
+	// suspects: only they are failed, and the others go again at once without them.
+	suspects := map[string]bool{}
+	if applyErr != nil {
+		for _, name := range apply.Applied {
+			if _, ok := h.failures[name]; ok && h.failures[name].generation == v.generation[name] && current[name] && !inEffect[name] {
+				suspects[name] = true
+			}
+		}
+	}
 	for _, name := range apply.Applied {
 		if !current[name] || inEffect[name] {
 			continue // its last applied generation, or applied before in this boot: nothing new to say
 		}
+		if len(suspects) > 0 && !suspects[name] {
+			requeue = time.Millisecond // innocent until tried without the suspects
+			continue
+		}
 		e := v.existing[name]
 		h.event(v.byName[name], v.node, applyErr)
 		if applyErr != nil {
-			h.failed(name, v.generation[name])
+			h.failed(name, v.generation[name], applyErr, policySet(v))
 			SetFailing(e, applyErr.Error())
 		} else {
 			h.succeeded(name)
@@ -273,7 +303,13 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		}
 	}
 	if applyErr != nil {
-		return reconcile.Result{}, applyErr
+		// Rolled back: the node is as before. Try again when the backoff ends or the
+		// node's policies change, not at once.
+		for _, name := range apply.Applied {
+			if wait := h.backoff(name, v.generation[name], policySet(v)); wait > 0 && (requeue == 0 || wait < requeue) {
+				requeue = wait
+			}
+		}
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
@@ -302,10 +338,10 @@ func (h *Handler) apply(ctx context.Context, desired state.State) error {
 	if err := h.Probes.Verify(ctx, healthy); err != nil {
 		rollbacks.WithLabelValues("probe").Inc()
 		if rbErr := tx.Rollback(ctx); rbErr != nil {
-			return fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr)
+			return probeFailure{fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr)}
 		}
 		result = "rolled_back"
-		return fmt.Errorf("%w; rolled back", err)
+		return probeFailure{fmt.Errorf("%w; rolled back", err)}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return err
@@ -413,18 +449,26 @@ type failure struct {
 	generation int64
 	attempts   int
 	retryAt    time.Time
+	// byProbe: the change broke a probe (cost the node its network until rolled back);
+	// otherwise it did not converge, maybe for want of what another policy brings.
+	byProbe bool
+	// policies: the selected policies and generations when it failed.
+	policies string
 }
 
-// backoff is how long the policy at this generation must still wait after failing.
-func (h *Handler) backoff(name string, generation int64) time.Duration {
+// backoff is how long the policy at this generation must still wait after failing. A
+// change that did not converge is tried again as soon as the node's policies change
+// (a VLAN policy created a moment before the policy with its bond); one that broke a
+// probe waits its time whatever happens.
+func (h *Handler) backoff(name string, generation int64, policies string) time.Duration {
 	f, ok := h.failures[name]
-	if !ok || f.generation != generation {
+	if !ok || f.generation != generation || (!f.byProbe && f.policies != policies) {
 		return 0
 	}
 	return max(time.Until(f.retryAt), 0)
 }
 
-func (h *Handler) failed(name string, generation int64) {
+func (h *Handler) failed(name string, generation int64, err error, policies string) {
 	if h.failures == nil {
 		h.failures = map[string]failure{}
 	}
@@ -434,7 +478,23 @@ func (h *Handler) failed(name string, generation int64) {
 	}
 	f.attempts++
 	f.retryAt = time.Now().Add(failureBackoff(f.attempts))
+	f.byProbe = errors.As(err, new(probeFailure))
+	f.policies = policies
 	h.failures[name] = f
+}
+
+// probeFailure: the apply converged, then a probe failed and it was rolled back.
+type probeFailure struct{ error }
+
+func (p probeFailure) Unwrap() error { return p.error }
+
+// policySet names the selected policies and their generations.
+func policySet(v *nodeView) string {
+	var b strings.Builder
+	for _, p := range v.selected {
+		fmt.Fprintf(&b, "%s/%d ", p.Name, p.Generation)
+	}
+	return b.String()
 }
 
 func (h *Handler) succeeded(name string) { delete(h.failures, name) }

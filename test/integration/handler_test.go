@@ -179,6 +179,21 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		}
 	})
 
+	It("tries a policy that did not converge again when the node's policies change, not before", func() {
+		nodeA := map[string]string{"kubernetes.io/hostname": "node-a"}
+		Expect(k8s.Create(ctx, policy("not-yet", nodeA, `{"interfaces":[{"name":"broken0","type":"dummy"}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "not-yet"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "broken0"))
+		applies := nodes[0].Engine.Applies()
+		Consistently(nodes[0].Engine.Applies, "2s").Should(Equal(applies), "no retry at once")
+		Expect(k8s.Create(ctx, policy("brings-more", nodeA, `{"interfaces":[{"name":"eth10","type":"ethernet","mtu":1280}]}`))).To(Succeed())
+		Eventually(enactment("node-a", "brings-more"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Expect(nodes[0].Engine.Applies()).To(BeNumerically(">=", applies+2), "with the new policy, then without the one that still fails")
+		for _, p := range []string{"not-yet", "brings-more"} {
+			Expect(k8s.Delete(ctx, policy(p, nil, ""))).To(Succeed())
+			Eventually(enactment("node-a", p), "10s").Should(BeNil())
+		}
+	})
+
 	It("keeps the last applied generation in effect while a new one fails", func() {
 		nodeB := map[string]string{"kubernetes.io/hostname": "node-b"}
 		p := policy("gen-keep", nodeB, `{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400}]}`)

@@ -127,15 +127,27 @@ var _ = Describe("the handler process on a node, reaching the API server only th
 		Eventually(enactment("proc-cut"), "30s").Should(Equal("<none>"))
 	})
 
-	It("re-applies every policy after the node reboots", func() {
+	It("re-applies every policy after the node reboots, in one pass, whatever their names' order", func() {
+		// The address policy sorts before the bridge it needs.
+		create("a-proc-addr", `{"interfaces":[{"name":"br-proc","ipv4":{"enabled":true,"address":[{"ip":"198.51.100.1","prefix-length":24}]}}]}`)
+		create("z-proc-bridge", `{"interfaces":[{"name":"br-proc","type":"linux-bridge","state":"up","bridge":{"options":{"stp":{"enabled":false}}}}]}`)
+		Eventually(enactment("a-proc-addr"), "60s").Should(HavePrefix("Available boot-1"))
+		Eventually(enactment("z-proc-bridge"), "60s").Should(HavePrefix("Available boot-1"))
 		killHandler()
 		Expect(n.reboot(ctx)).To(Succeed())
 		Eventually(addrs, "15s").Should(SatisfyAll(ContainSubstring("192.0.2.20/24"), Not(ContainSubstring("192.0.2.10"))),
 			"after the reboot the node is on its persistent profile")
 		start := time.Now()
 		startHandler()
-		Eventually(enactment("proc-uplink"), "60s").Should(HavePrefix("Available boot-2"))
-		Expect(addrs()).To(ContainSubstring("192.0.2.10/24"))
+		for _, p := range []string{"proc-uplink", "a-proc-addr", "z-proc-bridge"} {
+			Eventually(enactment(p), "60s").Should(HavePrefix("Available boot-2"))
+		}
 		GinkgoWriter.Println("re-converged", time.Since(start).Round(time.Millisecond), "after the handler started")
+		Expect(addrs()).To(ContainSubstring("192.0.2.10/24"))
+		out, _ := n.Run(ctx, "ip", "-4", "addr", "show", "br-proc")
+		Expect(out).To(ContainSubstring("198.51.100.1/24"))
+		Expect(n.handlerMetric(`nmoverlay_apply_duration_seconds_count{result="committed"}`)).To(Equal(1.0), "one transaction for the whole node")
+		Expect(n.handlerMetric(`nmoverlay_apply_duration_seconds_count{result="failed"}`)).To(Equal(0.0))
+		Expect(n.handlerMetric("nmoverlay_boot_reconvergence_seconds")).To(BeNumerically(">", 0))
 	})
 })

@@ -314,13 +314,44 @@ func (o *overlayNode) reachesAPI() error {
 // logPath; the boot ID comes from the node's /run.
 func (o *overlayNode) startHandlerProcess(bin, kubeconfig, nodeName, logPath string) (*exec.Cmd, error) {
 	cmd := o.Command(context.Background(), bin, "--node", nodeName, "--kubeconfig", kubeconfig,
-		"--boot-id-file", bootIDFile, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--boot-id-file", bootIDFile, "--metrics-bind-address", handlerMetricsAddr, "--health-probe-bind-address", "0")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	return cmd, cmd.Start()
+}
+
+// handlerMetricsAddr is where a handler process serves its metrics, inside its node.
+const handlerMetricsAddr = "127.0.0.1:8089"
+
+// handlerMetric reads one sample ("name{labels}") from the node's handler process.
+func (o *overlayNode) handlerMetric(sample string) (float64, error) {
+	var conn net.Conn
+	err := inNetNS(o.NetNSPath(), func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", handlerMetricsAddr, 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", handlerMetricsAddr); err != nil {
+		return 0, err
+	}
+	body, err := io.ReadAll(conn)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, sample+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, nil // not observed yet
 }
 
 // goBuild builds pkg into out as make build does (static, stripped).

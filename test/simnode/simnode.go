@@ -29,6 +29,7 @@ type Engine struct {
 	pending   *state.State  // applied, not yet committed or rolled back
 	commits   []state.State // every committed state, in order
 	rollbacks int
+	applies   int // every Apply, converged or not
 	changes   chan struct{}
 }
 
@@ -60,13 +61,14 @@ func (t tx) Rollback(context.Context) error {
 
 // Apply puts s in effect, pending a commit.
 func (e *Engine) Apply(_ context.Context, s state.State) (node.Transaction, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.applies++
 	for _, it := range s.Interfaces {
 		if it.Name == "broken0" {
 			return nil, errors.New("did not converge: broken0: does not exist; rolled back")
 		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.pending = &s
 	return tx{e}, nil
 }
@@ -93,6 +95,13 @@ func (e *Engine) Committed() []state.State {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]state.State(nil), e.commits...)
+}
+
+// Applies counts every Apply, converged or not.
+func (e *Engine) Applies() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.applies
 }
 
 // Rollbacks counts the transactions rolled back.
