@@ -383,6 +383,8 @@ func BenchmarkAPILoad(b *testing.B) {
 				fmt.Printf("  %-22s %9s %9.2f %6.2fx %9.2f %6.2fx %10d %12.1f %11d\n",
 					fmt.Sprintf("%d nodes x %d policies", size.nodes, size.policies), took.Round(100*time.Millisecond),
 					reqPair, reqPair/peerRequestsPerPair, wrPair, wrPair/peerWritesPerPair, h.conflicts+ctl.conflicts, idleReq, ih.writes)
+				enactmentWrites := h.byKind["create nodenetworkconfigurationenactments"] + h.byKind["update nodenetworkconfigurationenactments/status"]
+				fmt.Printf("    enactment writes per pair %.2f (create, claim, result; Pending for nodes that waited)\n", float64(enactmentWrites)/float64(pairs))
 				fmt.Printf("    handlers: %d requests, %d writes (%d events), %d watches; controller: %d requests, %d writes, %d conflicts; "+
 					"idle controller: %d requests, %d writes (lease renewals); controller RSS %.1f MiB, peak %.1f MiB\n",
 					h.requests, h.writes, h.events, h.watches, ctl.requests, ctl.writes, ctl.conflicts, ictl.requests, ictl.writes,
