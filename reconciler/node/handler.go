@@ -226,6 +226,10 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	}
 	for _, name := range plan.Applied {
 		if wait := h.backoff(name, v.generation[name], policySet(v)); wait > 0 && !inEffect[name] {
+			// Said already, unless the write after the rollback did not get through.
+			if err := h.reportFailing(ctx, w, v, name, h.failures[name].message); err != nil {
+				return reconcile.Result{}, err
+			}
 			held[name] = true
 			if requeue == 0 || wait < requeue {
 				requeue = wait
@@ -291,13 +295,13 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	// Invalid and conflicting policies: as written (plan), or against the generations
 	// that stayed in effect (apply).
 	for name, msg := range plan.Failed {
-		if err := h.reportInvalid(ctx, w, v, name, msg); err != nil {
+		if err := h.reportFailing(ctx, w, v, name, msg); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	for name, msg := range apply.Failed {
 		if current[name] {
-			if err := h.reportInvalid(ctx, w, v, name, msg); err != nil {
+			if err := h.reportFailing(ctx, w, v, name, msg); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -383,7 +387,7 @@ func (h *Handler) upToDate(plan Plan, v *nodeView) bool {
 func (h *Handler) refuse(ctx context.Context, w *readyourwrites.Writes, v *nodeView) (reconcile.Result, error) {
 	msg := "refused: the node's keyfile overlay is degraded, so changes would become persistent: " + v.degraded
 	for _, pol := range v.selected {
-		if err := h.reportInvalid(ctx, w, v, pol.Name, msg); err != nil {
+		if err := h.reportFailing(ctx, w, v, pol.Name, msg); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -391,8 +395,9 @@ func (h *Handler) refuse(ctx context.Context, w *readyourwrites.Writes, v *nodeV
 	return reconcile.Result{RequeueAfter: degradedRetry}, nil
 }
 
-// reportInvalid marks the policy Failing with msg and tells operators, once.
-func (h *Handler) reportInvalid(ctx context.Context, w *readyourwrites.Writes, v *nodeView, name, msg string) error {
+// reportFailing marks the policy Failing with msg and tells operators, once: invalid,
+// conflicting, refused, or failed and waiting out its backoff.
+func (h *Handler) reportFailing(ctx context.Context, w *readyourwrites.Writes, v *nodeView, name, msg string) error {
 	e, err := h.enactment(ctx, w, v, name)
 	if err != nil {
 		return err
@@ -454,6 +459,7 @@ type failure struct {
 	byProbe bool
 	// policies: the selected policies and generations when it failed.
 	policies string
+	message  string
 }
 
 // backoff is how long the policy at this generation must still wait after failing. A
@@ -480,6 +486,7 @@ func (h *Handler) failed(name string, generation int64, err error, policies stri
 	f.retryAt = time.Now().Add(failureBackoff(f.attempts))
 	f.byProbe = errors.As(err, new(probeFailure))
 	f.policies = policies
+	f.message = err.Error()
 	h.failures[name] = f
 }
 
