@@ -125,6 +125,72 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return res, err
 }
 
+// report writes what a pass did: Available or Failing for each policy applied at its
+// current generation (unless already so), Failing for the invalid and conflicting ones.
+// It returns when to look again: at once for policies failed with a suspect, after the
+// backoff for a failed change.
+func (h *Handler) report(ctx context.Context, w *readyourwrites.Writes, v *nodeView, plan, apply Plan,
+	current, inEffect map[string]bool, applyErr error) (requeue time.Duration, err error) {
+	// When a change fails, the policies that had failed before at this generation are the
+	// suspects: only they are failed, and the others go again at once without them.
+	suspects := map[string]bool{}
+	if applyErr != nil {
+		for _, name := range apply.Applied {
+			if _, ok := h.failures[name]; ok && h.failures[name].generation == v.generation[name] && current[name] && !inEffect[name] {
+				suspects[name] = true
+			}
+		}
+	}
+	for _, name := range apply.Applied {
+		if !current[name] || inEffect[name] {
+			continue // its last applied generation, or applied before in this boot: nothing new to say
+		}
+		if len(suspects) > 0 && !suspects[name] {
+			requeue = time.Millisecond // innocent until tried without the suspects
+			continue
+		}
+		e := v.existing[name]
+		h.event(v.byName[name], v.node, applyErr)
+		if applyErr != nil {
+			h.failed(name, v.generation[name], applyErr, policySet(v))
+			SetFailing(e, applyErr.Error())
+		} else {
+			h.succeeded(name)
+			SetAvailable(e, "applied in boot "+v.boot)
+			e.Status.BootID = v.boot
+			e.Status.DesiredState = shared.State{Raw: v.byName[name].Spec.DesiredState.Raw}
+		}
+		e.Status.PolicyGeneration = v.generation[name]
+		if err := h.updateStatus(ctx, w, e); err != nil {
+			return 0, err
+		}
+	}
+	// Invalid and conflicting policies: as written (plan), or against the generations
+	// that stayed in effect (apply).
+	for name, msg := range plan.Failed {
+		if err := h.reportFailing(ctx, w, v, name, msg); err != nil {
+			return 0, err
+		}
+	}
+	for name, msg := range apply.Failed {
+		if current[name] {
+			if err := h.reportFailing(ctx, w, v, name, msg); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if applyErr != nil {
+		// Rolled back: the node is as before. Try again when the backoff ends or the
+		// node's policies change, not at once.
+		for _, name := range apply.Applied {
+			if wait := h.backoff(name, v.generation[name], policySet(v)); wait > 0 && (requeue == 0 || wait < requeue) {
+				requeue = wait
+			}
+		}
+	}
+	return requeue, nil
+}
+
 // nodeView is what one pass reads: the node, the policies selecting it, its enactments.
 type nodeView struct {
 	node       *corev1.Node
@@ -258,62 +324,12 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	if err := h.settleStale(ctx, w, v, applyErr); err != nil {
 		return reconcile.Result{}, err
 	}
-	// When a change fails, the policies that had failed before at this generation are the
-	// suspects: only they are failed, and the others go again at once without them.
-	suspects := map[string]bool{}
-	if applyErr != nil {
-		for _, name := range apply.Applied {
-			if _, ok := h.failures[name]; ok && h.failures[name].generation == v.generation[name] && current[name] && !inEffect[name] {
-				suspects[name] = true
-			}
-		}
+	again, err := h.report(ctx, w, v, plan, apply, current, inEffect, applyErr)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	for _, name := range apply.Applied {
-		if !current[name] || inEffect[name] {
-			continue // its last applied generation, or applied before in this boot: nothing new to say
-		}
-		if len(suspects) > 0 && !suspects[name] {
-			requeue = time.Millisecond // innocent until tried without the suspects
-			continue
-		}
-		e := v.existing[name]
-		h.event(v.byName[name], v.node, applyErr)
-		if applyErr != nil {
-			h.failed(name, v.generation[name], applyErr, policySet(v))
-			SetFailing(e, applyErr.Error())
-		} else {
-			h.succeeded(name)
-			SetAvailable(e, "applied in boot "+v.boot)
-			e.Status.BootID = v.boot
-			e.Status.DesiredState = shared.State{Raw: v.byName[name].Spec.DesiredState.Raw}
-		}
-		e.Status.PolicyGeneration = v.generation[name]
-		if err := h.updateStatus(ctx, w, e); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	// Invalid and conflicting policies: as written (plan), or against the generations
-	// that stayed in effect (apply).
-	for name, msg := range plan.Failed {
-		if err := h.reportFailing(ctx, w, v, name, msg); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	for name, msg := range apply.Failed {
-		if current[name] {
-			if err := h.reportFailing(ctx, w, v, name, msg); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-	}
-	if applyErr != nil {
-		// Rolled back: the node is as before. Try again when the backoff ends or the
-		// node's policies change, not at once.
-		for _, name := range apply.Applied {
-			if wait := h.backoff(name, v.generation[name], policySet(v)); wait > 0 && (requeue == 0 || wait < requeue) {
-				requeue = wait
-			}
-		}
+	if again > 0 && (requeue == 0 || again < requeue) {
+		requeue = again
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
