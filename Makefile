@@ -38,8 +38,8 @@ rootfs: deps
 	@hack/rootfs.sh >/dev/null
 
 # Real systemd in systemd-nspawn on a Debian root filesystem (built once by hack/rootfs.sh).
-test-boot: rootfs
-	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
+test-boot: rootfs envtest
+	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
 vm-image: rootfs
 	@hack/vm-image.sh >/dev/null

@@ -19,6 +19,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 
 // The handler as it runs on a node: its own process (cmd/handler) inside the node's
@@ -84,12 +85,12 @@ var _ = Describe("the handler process on a node, reaching the API server only th
 		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(readyNode(ctx, k8s, nodeName)).To(Succeed())
-		Expect(handlerKubeconfig(env, kubeconfig)).To(Succeed())
+		Expect(fabric.Kubeconfig(env, "nmoverlay-handler", kubeconfig)).To(Succeed())
 
 		n, err = newOverlayNode(nodeName, helper, nil)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(n.close)
-		stopFabric, err := serveAPIInFabric(n.fabric, cfg.Host)
+		stopFabric, err := fabric.ServeAPI(n.fabric, cfg.Host)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stopFabric)
 		Expect(n.start(ctx)).To(Succeed())

@@ -23,6 +23,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	if err := readyNode(ctx, k8s, nodeName); err != nil {
 		b.Fatal(err)
 	}
-	if err := handlerKubeconfig(env, kubeconfig); err != nil {
+	if err := fabric.Kubeconfig(env, "nmoverlay-handler", kubeconfig); err != nil {
 		b.Fatal(err)
 	}
 	n, err := newOverlayNode(nodeName, helperBin, func(n *nmhost.Node) error {
@@ -87,7 +88,7 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer n.close()
-	stopFabric, err := serveAPIInFabric(n.fabric, cfg.Host)
+	stopFabric, err := fabric.ServeAPI(n.fabric, cfg.Host)
 	if err != nil {
 		b.Fatal(err)
 	}

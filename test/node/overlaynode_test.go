@@ -8,26 +8,20 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
@@ -35,6 +29,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -85,7 +80,7 @@ func newOverlayNode(name, helper string, extra func(*nmhost.Node) error) (*overl
 		_ = exec.Command("ip", "-n", o.fabric, "link", "del", "gw0").Run()
 		for _, args := range [][]string{
 			{"-n", o.fabric, "link", "add", "gw0", "type", "veth", "peer", "name", "eth1", "netns", strconv.Itoa(n.PID())},
-			{"-n", o.fabric, "addr", "add", "192.0.2.254/24", "dev", "gw0"},
+			{"-n", o.fabric, "addr", "add", fabric.Gateway + "/24", "dev", "gw0"},
 			{"-n", o.fabric, "link", "set", "gw0", "up"},
 		} {
 			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -159,7 +154,7 @@ func (o *overlayNode) probes(nm *networkmanager.Client, cfg *rest.Config, reader
 	})
 	return probe.Set{Timeout: 3 * time.Second, Probes: []probe.Probe{
 		probe.Func{ProbeName: "default-gateway", Fn: func(ctx context.Context) error {
-			return inNetNS(o.NetNSPath(), func() error { return gateway.Check(ctx) })
+			return fabric.InNetNS(o.NetNSPath(), func() error { return gateway.Check(ctx) })
 		}},
 		probe.APIServer(cfg),
 		probe.NodeReady(reader, nodeName),
@@ -210,103 +205,9 @@ func readyNode(ctx context.Context, k8s client.Client, name string) error {
 	return k8s.Status().Update(ctx, n)
 }
 
-// inNetNS runs fn on a thread that joined the network namespace at path; the thread is
-// thrown away afterwards (never unlocked), so no other goroutine runs there.
-func inNetNS(path string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			unix.Close(fd)
-		}
-		if err != nil {
-			errc <- err
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-// fabricAPIAddr is where a node reaches the API server: through its eth1, across the fabric.
-const fabricAPIAddr = "192.0.2.254:6443"
-
-// serveAPIInFabric makes the API server reachable at fabricAPIAddr inside the fabric netns
-// only: the listening socket is made in the fabric, the connections to the API server on
-// this host's loopback. A node that loses eth1 loses the API server.
-func serveAPIInFabric(fabricNetNS, apiServer string) (stop func(), err error) {
-	u, err := url.Parse(apiServer)
-	if err != nil {
-		return nil, err
-	}
-	apiHost := u.Host
-	var ln net.Listener
-	err = inNetNS("/var/run/netns/"+fabricNetNS, func() error {
-		var err error
-		ln, err = net.Listen("tcp", fabricAPIAddr)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	track := func(c net.Conn) {
-		mu.Lock()
-		defer mu.Unlock()
-		conns = append(conns, c)
-	}
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			track(in)
-			go func() {
-				defer in.Close()
-				out, err := net.Dial("tcp", apiHost)
-				if err != nil {
-					return
-				}
-				track(out)
-				defer out.Close()
-				go func() { _, _ = io.Copy(out, in) }()
-				_, _ = io.Copy(in, out)
-			}()
-		}
-	}()
-	return func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}, nil
-}
-
-// handlerKubeconfig writes a kubeconfig for user that reaches the API server across the
-// fabric (its serving certificate names localhost).
-func handlerKubeconfig(env *envtest.Environment, path string) error {
-	user, err := env.AddUser(envtest.User{Name: "nmoverlay-handler", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["fabric"] = &clientcmdapi.Cluster{Server: "https://" + fabricAPIAddr, CertificateAuthorityData: cfg.CAData, TLSServerName: "localhost"}
-	kc.AuthInfos["handler"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["fabric"] = &clientcmdapi.Context{Cluster: "fabric", AuthInfo: "handler"}
-	kc.CurrentContext = "fabric"
-	return clientcmd.WriteToFile(*kc, path)
-}
-
 // reachesAPI: a TCP connection from inside the node to the API server across the fabric.
 func (o *overlayNode) reachesAPI() error {
-	_, err := o.Run(context.Background(), "bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(fabricAPIAddr, ":", "/", 1))
+	_, err := o.Run(context.Background(), "bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(fabric.APIAddr, ":", "/", 1))
 	return err
 }
 
@@ -329,7 +230,7 @@ const handlerMetricsAddr = "127.0.0.1:8089"
 // handlerMetric reads one sample ("name{labels}") from the node's handler process.
 func (o *overlayNode) handlerMetric(sample string) (float64, error) {
 	var conn net.Conn
-	err := inNetNS(o.NetNSPath(), func() error {
+	err := fabric.InNetNS(o.NetNSPath(), func() error {
 		var err error
 		conn, err = net.DialTimeout("tcp", handlerMetricsAddr, 2*time.Second)
 		return err

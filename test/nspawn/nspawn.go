@@ -27,7 +27,12 @@ type Machine struct {
 	// Root is the machine's root filesystem as seen from the host; write into it while
 	// the machine is off to install things "offline", as MCO/Ignition would.
 	Root string
-	dir  string
+	// Interfaces are moved from the host into the machine's private network at each boot
+	// (--network-interface); BeforeBoot, when set, makes them first (a veth is gone with
+	// the machine's network namespace when it stops).
+	Interfaces []string
+	BeforeBoot func() error
+	dir        string
 
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -69,8 +74,20 @@ func (m *Machine) Boot(ctx context.Context) error {
 	m.console = console
 	// A private mount namespace with a tmpfs for nspawn's runtime dir: the host's /run is
 	// not a tmpfs and no systemd/machined runs on the host.
-	script := "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec systemd-nspawn -D " +
-		m.Root + " -b --private-network --register=no --keep-unit -M " + m.Name + " --console=read-only"
+	network, hideUdev := "--private-network", ""
+	for _, ifname := range m.Interfaces {
+		network += " --network-interface=" + ifname
+		// nspawn waits for udev to initialize a moved interface when /sys is writable (its
+		// sign of a udevd); this host runs none, so /sys is read-only in nspawn's namespace.
+		hideUdev = "mount -o bind,remount,ro /sys && "
+	}
+	if m.BeforeBoot != nil {
+		if err := m.BeforeBoot(); err != nil {
+			return fmt.Errorf("before boot: %w", err)
+		}
+	}
+	script := hideUdev + "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec systemd-nspawn -D " +
+		m.Root + " -b " + network + " --register=no --keep-unit -M " + m.Name + " --console=read-only"
 	m.cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
 	m.cmd.Stdout, m.cmd.Stderr = console, console
 	if err := m.cmd.Start(); err != nil {
@@ -100,7 +117,11 @@ func (m *Machine) waitInit(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-m.done:
-			return fmt.Errorf("systemd-nspawn exited with %d before booting (console %s)", m.exit, m.console.Name())
+			console := m.Console()
+			if len(console) > 2000 {
+				console = console[len(console)-2000:]
+			}
+			return fmt.Errorf("systemd-nspawn exited with %d before booting (console %s):\n%s", m.exit, m.console.Name(), console)
 		case <-ctx.Done():
 			return ctx.Err()
 		default:
