@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +39,8 @@ Commands:
   status     what the tmpfs layer adds, modifies (copy-up) and hides (whiteouts), per profile
   reset      drop every ephemeral change now and make NetworkManager reload its profiles
   uninstall  remove what is left after the MachineConfig was removed (--check: only list it)
+  install    copy this binary to --to (the handler DaemonSet's init container: the host's
+             /usr/local/bin mounted there), replacing it atomically
 
 Exit codes: 0 ok, 1 degraded or failed, 2 usage.
 `
@@ -61,6 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", "text", "output format: text or json")
 	check := fs.Bool("check", false, "uninstall: only list what is left, exit 1 if anything is")
 	keepBinary := fs.Bool("keep-binary", false, "uninstall: keep "+overlay.HelperBinary)
+	installTo := fs.String("to", filepath.Dir(overlay.HelperBinary), "install: the directory to copy this binary to")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitUsage
 	}
@@ -110,6 +114,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		log(journal.PriNotice, fmt.Sprintf("reset: dropped %d ephemeral changes", len(dropped)), nil)
 		out.changes(dropped)
+	case "install":
+		self, err := os.Executable()
+		if err == nil {
+			var b []byte
+			if b, err = os.ReadFile(self); err == nil {
+				dst := filepath.Join(*installTo, filepath.Base(overlay.HelperBinary))
+				if err = overlay.WriteFileAtomic(dst, b, 0o755); err == nil {
+					out.list([]string{dst})
+				}
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "nm-overlay: install: %v\n", err)
+			return exitDegraded
+		}
 	case "uninstall":
 		if *check {
 			left := overlay.Leftovers(l)

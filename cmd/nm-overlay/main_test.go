@@ -38,3 +38,26 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("help: exit %d, %q", code, stdout.String())
 	}
 }
+
+// install copies the running binary (here: the test binary) into --to, replacing what is
+// there, as the handler DaemonSet's init container does on the host.
+func TestInstallCopiesItself(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "nm-overlay")
+	if err := os.WriteFile(dst, []byte("an older nm-overlay"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"install", "--to", dir}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	self, _ := os.Executable()
+	want, _ := os.ReadFile(self)
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s is not this binary (%d bytes, want %d): %v", dst, len(got), len(want), err)
+	}
+	if st, _ := os.Stat(dst); st.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v", st.Mode())
+	}
+}
