@@ -57,8 +57,8 @@ func deployObjects() []*unstructured.Unstructured {
 // can asks the API server whether the service account may do verb on resource.
 func can(sa, verb, group, resource, subresource string) bool {
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:nmoverlay:" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:nmoverlay"},
+		User:               "system:serviceaccount:nmoverlay:" + sa,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:nmoverlay"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Subresource: subresource},
 	}}
 	Expect(k8s.Create(context.Background(), review)).To(Succeed())
@@ -92,7 +92,9 @@ var _ = Describe("the deploy manifests", Ordered, func() {
 			}
 		}
 		const nmstate = "nmstate.io"
-		Eventually(func() bool { return can("nmoverlay-handler", "update", nmstate, "nodenetworkconfigurationenactments", "status") }, "5s").Should(BeTrue())
+		Eventually(func() bool {
+			return can("nmoverlay-handler", "update", nmstate, "nodenetworkconfigurationenactments", "status")
+		}, "5s").Should(BeTrue())
 		Expect(can("nmoverlay-handler", "create", nmstate, "nodenetworkstates", "")).To(BeTrue())
 		Expect(can("nmoverlay-handler", "watch", nmstate, "nodenetworkconfigurationpolicies", "")).To(BeTrue())
 		Expect(can("nmoverlay-handler", "list", "", "nodes", "")).To(BeTrue())
