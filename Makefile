@@ -6,16 +6,15 @@ BIN       := bin
 GOFLAGS_BUILD := -trimpath -ldflags=-s\ -w
 export CGO_ENABLED := 0
 
-.PHONY: verify-generated all build test test-unit test-integration test-node test-boot test-vm vm-image bench demo generate lint deps rootfs envtest clean
+.PHONY: verify-generated kubectl image test-image all build test test-unit test-integration test-node test-boot test-vm vm-image bench demo generate lint deps rootfs envtest clean
 
 all: build
 
 build:
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/nm-overlay ./cmd/nm-overlay
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/nmoverlay ./cmd/nmoverlay
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/...
 
 # Every tier. Under CI=true a tier that cannot run fails instead of skipping.
-test: lint test-unit test-integration test-node test-boot test-vm
+test: lint test-unit test-integration test-image test-node test-boot test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -26,9 +25,22 @@ deps:
 envtest:
 	@hack/envtest-assets.sh >/dev/null
 
+kubectl:
+	@hack/kubectl.sh >/dev/null
+
 # Real kube-apiserver and etcd, built from the Go module proxy once and cached.
-test-integration: envtest
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -tags integration ./test/integration/... ./test/apiload/...
+test-integration: envtest kubectl
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" $(GO) test -count=1 -tags integration ./test/integration/... ./test/apiload/...
+
+# The container image (FROM scratch, the static binaries) with buildah; no Docker engine.
+# IMAGE=... names it; prints the image reference.
+image:
+	@hack/image.sh
+
+# Builds the image and checks it against deploy/: every command the manifests run is in it,
+# static, and runs; its USER passes runAsNonRoot. Root (buildah's system storage).
+test-image:
+	$(GO) test -count=1 -timeout 15m -tags image ./test/image/...
 
 # Real NetworkManager over D-Bus and real overlayfs, in the test's own namespaces.
 test-node: deps envtest
@@ -38,8 +50,8 @@ rootfs: deps
 	@hack/rootfs.sh >/dev/null
 
 # Real systemd in systemd-nspawn on a Debian root filesystem (built once by hack/rootfs.sh).
-test-boot: rootfs envtest
-	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
+test-boot: rootfs envtest kubectl
+	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
 vm-image: rootfs
 	@hack/vm-image.sh >/dev/null
@@ -56,8 +68,8 @@ bench: rootfs envtest
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 60m -tags integration -run '^$$' -bench APILoad -benchtime 1x ./test/apiload/...
 	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot -run '^$$' -bench . -benchtime 1x ./test/boot/...
 
-demo: rootfs build
-	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" hack/demo.sh
+demo: deps rootfs envtest kubectl build
+	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" hack/demo.sh
 
 # Deepcopy and CRDs from the api/ types (controller-gen, pinned, built from the module proxy).
 generate:
@@ -76,6 +88,7 @@ lint: verify-generated
 	$(GO) vet -tags boot ./test/boot/...
 	$(GO) vet -tags integration ./test/integration/... ./test/apiload/...
 	$(GO) vet -tags vm ./test/vm/...
+	$(GO) vet -tags image ./test/image/...
 
 clean:
 	rm -rf $(BIN)

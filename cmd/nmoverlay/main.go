@@ -1,5 +1,7 @@
-// Command nmoverlay renders what a cluster administrator applies: today the MachineConfigs
-// that put NetworkManager's keyfile dir on the overlay (`nmoverlay machineconfigs`).
+// Command nmoverlay renders what a cluster administrator applies: the MachineConfigs that
+// put NetworkManager's keyfile dir on the overlay (`nmoverlay machineconfigs`), and those
+// followed by nmoverlay's cluster side, the objects of deploy/ as kubectl apply -k would
+// create them (`nmoverlay render`), so that one kubectl apply -f - installs everything.
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/overlay"
 )
@@ -17,10 +20,11 @@ import (
 const usage = `nmoverlay: render nmoverlay's cluster configuration
 
 Usage:
+  nmoverlay render [flags]           MachineConfigs, then the cluster side (deploy/), for kubectl apply -f -
   nmoverlay machineconfigs [flags]   MachineConfig YAML for oc apply -f -
   nmoverlay help
 
-Run "nmoverlay machineconfigs -h" for its flags.
+Run "nmoverlay render -h" or "nmoverlay machineconfigs -h" for the flags.
 `
 
 const (
@@ -38,7 +42,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "machineconfigs":
-		return renderMachineConfigs(args[1:], stdout, stderr)
+		return machineConfigsCommand.run(args[1:], stdout, stderr)
+	case "render":
+		return renderCommand.run(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -64,7 +70,8 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// flagFor maps an option's field path (without index) to the flag that sets it.
+// flagFor maps an option's field path (without index), of machineconfigs.Options or
+// deploy.Options, to the flag that sets it.
 var flagFor = map[string]string{
 	"pools":                 "--pool",
 	"customPools":           "--custom-pool",
@@ -73,23 +80,69 @@ var flagFor = map[string]string{
 	"layout.runDir":         "--run-dir",
 	"layout.selinuxContext": "--selinux-context",
 	"safetyOptions":         "--safety-options",
+	"image":                 "--image",
 }
 
-const cmdName = "nmoverlay machineconfigs"
+// command is a subcommand that renders YAML. define registers its flags and returns the
+// rendering, called once the flags are parsed.
+type command struct {
+	name   string // as in messages, e.g. "nmoverlay render"
+	about  string // what -h says it renders
+	define func(fs *flag.FlagSet) func() ([]byte, error)
+}
 
-func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(cmdName, flag.ContinueOnError)
-	var pools, custom, safety listFlag
-	def := overlay.DefaultLayout()
-	fs.Var(&pools, "pool", "MachineConfigPool to render for; repeatable or comma-separated (default worker)")
-	fs.Var(&custom, "custom-pool", "a pool besides master and worker that exists in the cluster; repeatable or comma-separated")
-	version := fs.String("ignition-version", machineconfigs.DefaultIgnitionVersion,
-		"Ignition spec version: "+strings.Join(machineconfigs.SupportedIgnitionVersions, ", ")+" (3.4.0 needs OCP 4.13+, 3.5.0 OCP 4.19+)")
-	lower := fs.String("lower", def.Lower, "persistent keyfile dir (the overlay's lower layer)")
-	runDir := fs.String("run-dir", def.RunDir, "dir below /run for upper, work and merged")
-	selinux := fs.String("selinux-context", "", "SELinux context for the merged files, e.g. system_u:object_r:NetworkManager_etc_rw_t:s0")
-	fs.Var(&safety, "safety-options", "overlay options that keep offline changes to lower safe; comma-separated subset, or none (default "+
-		strings.Join(overlay.SafetyOptions, ",")+")")
+// inputError is an error in what the command line asks for (exit 2), as opposed to one
+// writing the result (exit 1).
+type inputError struct{ error }
+
+func (e inputError) Unwrap() error { return e.error }
+
+var machineConfigsCommand = command{
+	name:  "nmoverlay machineconfigs",
+	about: "Renders one MachineConfig per pool as YAML for oc apply -f -.",
+	define: func(fs *flag.FlagSet) func() ([]byte, error) {
+		return addMachineConfigFlags(fs).render
+	},
+}
+
+var renderCommand = command{
+	name: "nmoverlay render",
+	about: "Renders one MachineConfig per pool, then every object of nmoverlay's cluster side (deploy/, as\n" +
+		"kubectl apply -k deploy/ creates them) in an order kubectl apply -f - accepts in one go.",
+	define: func(fs *flag.FlagSet) func() ([]byte, error) {
+		mc := addMachineConfigFlags(fs)
+		image := fs.String("image", "", "image of the handler and the controller, name[:tag][@digest] (default deploy/kustomization.yaml's)")
+		return func() ([]byte, error) {
+			opts := deploy.Options{Image: *image}
+			// Given but empty is a mistake (an unset variable in a script), not the default.
+			imageSet := false
+			fs.Visit(func(f *flag.Flag) { imageSet = imageSet || f.Name == "image" })
+			if imageSet {
+				if err := deploy.ValidateImage(*image); err != nil {
+					return nil, inputError{err}
+				}
+			}
+			mcs, err := mc.render()
+			if err != nil {
+				return nil, err
+			}
+			objs, err := deploy.Objects(opts)
+			if err != nil {
+				return nil, inputError{err}
+			}
+			objYAML, err := deploy.Marshal(objs)
+			if err != nil {
+				return nil, err
+			}
+			return append(mcs, objYAML...), nil
+		}
+	},
+}
+
+// run parses args, renders everything and only then writes it: bad input leaves no output.
+func (c command) run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	render := c.define(fs)
 	out := fs.String("o", "-", "output file, replaced atomically; - for stdout")
 
 	// The flag package would print the whole usage after an error; print one line instead,
@@ -98,41 +151,23 @@ func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage: %s [flags]\n\nRenders one MachineConfig per pool as YAML for oc apply -f -.\n\nFlags:\n", cmdName)
+			fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n", c.name, c.about)
 			fs.PrintDefaults()
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", cmdName, err, cmdName)
+		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", c.name, err, c.name)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q (see %s -h)\n", cmdName, fs.Arg(0), cmdName)
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (see %s -h)\n", c.name, fs.Arg(0), c.name)
 		return exitUsage
 	}
-	opts := machineconfigs.Options{
-		Pools:           pools.values,
-		CustomPools:     custom.values,
-		IgnitionVersion: *version,
-		Layout:          overlay.Layout{Lower: *lower, RunDir: *runDir, SELinuxContext: *selinux},
-	}
-	if !pools.set {
-		opts.Pools = []string{"worker"}
-	}
-	if safety.set {
-		opts.SafetyOptions = safety.values
-		if len(safety.values) == 1 && safety.values[0] == "none" {
-			opts.SafetyOptions = []string{}
+	yaml, err := render()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", c.name, describe(err))
+		if errors.As(err, new(inputError)) {
+			return exitUsage
 		}
-	}
-	// Render everything before writing anything: bad input leaves no output at all.
-	mcs, err := machineconfigs.Render(opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", cmdName, describe(err))
-		return exitUsage
-	}
-	yaml, err := machineconfigs.Marshal(mcs)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
 		return exitError
 	}
 	if *out == "-" {
@@ -141,21 +176,77 @@ func renderMachineConfigs(args []string, stdout, stderr io.Writer) int {
 		err = overlay.WriteFileAtomic(*out, yaml, 0o644) // never a partial file
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
+		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
 		return exitError
 	}
 	return exitOK
 }
 
+// machineConfigFlags are the flags of every command that renders MachineConfigs.
+type machineConfigFlags struct {
+	pools, custom, safety           listFlag
+	version, lower, runDir, selinux *string
+}
+
+func addMachineConfigFlags(fs *flag.FlagSet) *machineConfigFlags {
+	f := &machineConfigFlags{}
+	def := overlay.DefaultLayout()
+	fs.Var(&f.pools, "pool", "MachineConfigPool to render for; repeatable or comma-separated (default worker)")
+	fs.Var(&f.custom, "custom-pool", "a pool besides master and worker that exists in the cluster; repeatable or comma-separated")
+	f.version = fs.String("ignition-version", machineconfigs.DefaultIgnitionVersion,
+		"Ignition spec version: "+strings.Join(machineconfigs.SupportedIgnitionVersions, ", ")+" (3.4.0 needs OCP 4.13+, 3.5.0 OCP 4.19+)")
+	f.lower = fs.String("lower", def.Lower, "persistent keyfile dir (the overlay's lower layer)")
+	f.runDir = fs.String("run-dir", def.RunDir, "dir below /run for upper, work and merged")
+	f.selinux = fs.String("selinux-context", "", "SELinux context for the merged files, e.g. system_u:object_r:NetworkManager_etc_rw_t:s0")
+	fs.Var(&f.safety, "safety-options", "overlay options that keep offline changes to lower safe; comma-separated subset, or none (default "+
+		strings.Join(overlay.SafetyOptions, ",")+")")
+	return f
+}
+
+// options are the parsed flags as machineconfigs.Options.
+func (f *machineConfigFlags) options() machineconfigs.Options {
+	opts := machineconfigs.Options{
+		Pools:           f.pools.values,
+		CustomPools:     f.custom.values,
+		IgnitionVersion: *f.version,
+		Layout:          overlay.Layout{Lower: *f.lower, RunDir: *f.runDir, SELinuxContext: *f.selinux},
+	}
+	if !f.pools.set {
+		opts.Pools = []string{"worker"}
+	}
+	if f.safety.set {
+		opts.SafetyOptions = f.safety.values
+		if len(f.safety.values) == 1 && f.safety.values[0] == "none" {
+			opts.SafetyOptions = []string{}
+		}
+	}
+	return opts
+}
+
+// render returns the MachineConfigs' YAML; an invalid option is an inputError.
+func (f *machineConfigFlags) render() ([]byte, error) {
+	mcs, err := machineconfigs.Render(f.options())
+	if err != nil {
+		return nil, inputError{err}
+	}
+	return machineconfigs.Marshal(mcs)
+}
+
 // describe prefixes a validation error with the flag that sets the field, on one line.
 func describe(err error) string {
 	msg := err.Error()
-	var e *machineconfigs.Error
-	if errors.As(err, &e) {
-		field, _, _ := strings.Cut(e.Field, "[")
-		if f, ok := flagFor[field]; ok {
-			msg = f + ": " + msg
-		}
+	var field string
+	var mcErr *machineconfigs.Error
+	var deployErr *deploy.Error
+	switch {
+	case errors.As(err, &mcErr):
+		field = mcErr.Field
+	case errors.As(err, &deployErr):
+		field = deployErr.Field
+	}
+	field, _, _ = strings.Cut(field, "[")
+	if f, ok := flagFor[field]; ok {
+		msg = f + ": " + msg
 	}
 	return strings.ReplaceAll(msg, "\n", " ")
 }

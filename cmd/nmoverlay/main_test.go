@@ -2,13 +2,20 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 )
 
@@ -103,30 +110,159 @@ func TestMachineConfigsSafetyOptionsNone(t *testing.T) {
 	}
 }
 
+// decodeStream parses a YAML stream into objects, as kubectl apply -f - reads it.
+func decodeStream(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			t.Fatalf("document %d is not an object: %v", len(objs), u.Object)
+		}
+		objs = append(objs, u)
+	}
+}
+
+func TestRender(t *testing.T) {
+	const image = "registry.example:5000/nmoverlay@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	mcFlags := []string{"--pool", "worker", "--pool", "master", "--ignition-version", "3.4.0", "--run-dir", "/run/nmo"}
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"render", "--image", image}, mcFlags...), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	objs := decodeStream(t, stdout.Bytes())
+
+	// The MachineConfigs first, exactly as nmoverlay machineconfigs renders them from the
+	// same flags.
+	var mcOut bytes.Buffer
+	if code := run(append([]string{"machineconfigs"}, mcFlags...), &mcOut, &stderr); code != exitOK {
+		t.Fatalf("machineconfigs: exit %d: %s", code, stderr.String())
+	}
+	if !bytes.HasPrefix(stdout.Bytes(), mcOut.Bytes()) {
+		t.Errorf("render does not start with the MachineConfigs of nmoverlay machineconfigs %v", mcFlags)
+	}
+	mcs := parseDocs(t, mcOut.Bytes())
+	if len(mcs) != 2 || len(objs) <= len(mcs) {
+		t.Fatalf("%d MachineConfigs in %d objects", len(mcs), len(objs))
+	}
+	for i, pool := range []string{"worker", "master"} {
+		if objs[i].GetKind() != machineconfigs.Kind || objs[i].GetName() != machineconfigs.Name(pool) {
+			t.Errorf("object %d: %s %s, want the MachineConfig for %s", i, objs[i].GetKind(), objs[i].GetName(), pool)
+		}
+	}
+
+	// Then the cluster side, every object, with the image given.
+	rest := objs[len(mcs):]
+	want, err := deploy.Objects(deploy.Options{Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != len(want) {
+		t.Fatalf("%d deploy objects, want %d", len(rest), len(want))
+	}
+	for i := range want {
+		got, _ := json.Marshal(rest[i].Object)
+		exp, _ := json.Marshal(want[i].Object)
+		if !bytes.Equal(got, exp) {
+			t.Errorf("deploy object %d:\n%s\nwant\n%s", i, got, exp)
+		}
+	}
+	if n := strings.Count(stdout.String(), "image: "+image+"\n"); n < 2 {
+		t.Errorf("the image is used %d times, want the handler's and the controller's", n)
+	}
+	if strings.Contains(stdout.String(), "image: "+deploy.ImageName+"\n") {
+		t.Errorf("an image was left unreplaced")
+	}
+
+	// -o writes the same stream.
+	out := filepath.Join(t.TempDir(), "all.yaml")
+	if code := run(append([]string{"render", "--image", image, "-o", out}, mcFlags...), io.Discard, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if b, _ := os.ReadFile(out); !bytes.Equal(b, stdout.Bytes()) {
+		t.Errorf("-o wrote something else than stdout")
+	}
+}
+
+func TestRenderDefaults(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"render"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	objs := decodeStream(t, stdout.Bytes())
+	if objs[0].GetName() != machineconfigs.Name("worker") || objs[1].GetKind() == machineconfigs.Kind {
+		t.Errorf("want one MachineConfig, for worker, first")
+	}
+	want, err := deploy.Render(deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(stdout.Bytes(), want) {
+		t.Errorf("without --image, the deploy objects differ from deploy.Render's defaults")
+	}
+}
+
+// badInput is a wrong command line and what its error must say.
+type badInput struct {
+	args []string
+	want string
+}
+
+// badMachineConfigFlags are wrong machineconfigs flags, which every command that renders
+// MachineConfigs must reject the same way.
+var badMachineConfigFlags = []badInput{
+	{[]string{"--pool", "worker,wroker"}, `--pool: pools[1]: "wroker" is not master or worker and not declared as a custom pool`},
+	{[]string{"--pool", "Worker"}, `--pool: pools[0]: "Worker" is not a valid pool name`},
+	{[]string{"--pool", "worker", "--pool", "worker"}, `--pool: pools[1]: "worker" is listed twice`},
+	{[]string{"--pool", ""}, `--pool: pools[0]: "" is not a valid pool name`},
+	{[]string{"--pool", "infra", "--custom-pool", "In_fra"}, `--custom-pool: customPools[0]`},
+	{[]string{"--ignition-version", "3.6.0"}, `--ignition-version: ignitionVersion: "3.6.0" is not supported`},
+	{[]string{"--ignition-version", "banana"}, `--ignition-version: ignitionVersion: "banana" is not supported`},
+	{[]string{"--run-dir", "run/nmoverlay"}, `--run-dir: layout.runDir: "run/nmoverlay" is not an absolute path`},
+	{[]string{"--run-dir", "/tmp/nmoverlay"}, `--run-dir: layout.runDir: "/tmp/nmoverlay" is under /tmp`},
+	{[]string{"--run-dir", "/run/a,b"}, `--run-dir: layout.runDir: "/run/a,b" contains a character`},
+	{[]string{"--lower", "/run/keyfiles"}, `--lower: layout.lower: "/run/keyfiles" is not persistent`},
+	{[]string{"--selinux-context", "etc_t"}, `--selinux-context: layout.selinuxContext: "etc_t" is not an SELinux context`},
+	{[]string{"--safety-options", "index=off,volatile"}, `--safety-options: safetyOptions[1]: "volatile" is not one of`},
+	{[]string{"--safety-options", ""}, `--safety-options: safetyOptions[0]: "" is not one of`},
+	{[]string{"--safety-options", "none,index=off"}, `--safety-options: safetyOptions[0]: "none" is not one of`},
+	{[]string{"--bogus"}, `flag provided but not defined: -bogus`},
+	{[]string{"--pool"}, `flag needs an argument: -pool`},
+	{[]string{"extra"}, `unexpected argument "extra"`},
+}
+
 func TestMachineConfigsBadInput(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--pool", "worker,wroker"}, `--pool: pools[1]: "wroker" is not master or worker and not declared as a custom pool`},
-		{[]string{"--pool", "Worker"}, `--pool: pools[0]: "Worker" is not a valid pool name`},
-		{[]string{"--pool", "worker", "--pool", "worker"}, `--pool: pools[1]: "worker" is listed twice`},
-		{[]string{"--pool", ""}, `--pool: pools[0]: "" is not a valid pool name`},
-		{[]string{"--pool", "infra", "--custom-pool", "In_fra"}, `--custom-pool: customPools[0]`},
-		{[]string{"--ignition-version", "3.6.0"}, `--ignition-version: ignitionVersion: "3.6.0" is not supported`},
-		{[]string{"--ignition-version", "banana"}, `--ignition-version: ignitionVersion: "banana" is not supported`},
-		{[]string{"--run-dir", "run/nmoverlay"}, `--run-dir: layout.runDir: "run/nmoverlay" is not an absolute path`},
-		{[]string{"--run-dir", "/tmp/nmoverlay"}, `--run-dir: layout.runDir: "/tmp/nmoverlay" is under /tmp`},
-		{[]string{"--run-dir", "/run/a,b"}, `--run-dir: layout.runDir: "/run/a,b" contains a character`},
-		{[]string{"--lower", "/run/keyfiles"}, `--lower: layout.lower: "/run/keyfiles" is not persistent`},
-		{[]string{"--selinux-context", "etc_t"}, `--selinux-context: layout.selinuxContext: "etc_t" is not an SELinux context`},
-		{[]string{"--safety-options", "index=off,volatile"}, `--safety-options: safetyOptions[1]: "volatile" is not one of`},
-		{[]string{"--safety-options", ""}, `--safety-options: safetyOptions[0]: "" is not one of`},
-		{[]string{"--safety-options", "none,index=off"}, `--safety-options: safetyOptions[0]: "none" is not one of`},
-		{[]string{"--bogus"}, `flag provided but not defined: -bogus`},
-		{[]string{"--pool"}, `flag needs an argument: -pool`},
-		{[]string{"extra"}, `unexpected argument "extra"`},
-	} {
+	testBadInput(t, "machineconfigs", append(slices.Clip(badMachineConfigFlags),
+		badInput{[]string{"--image", "nmoverlay:v1"}, "flag provided but not defined: -image"}))
+}
+
+func TestRenderBadInput(t *testing.T) {
+	testBadInput(t, "render", append(slices.Clip(badMachineConfigFlags),
+		[]badInput{
+			{[]string{"--image", ""}, `--image: image: must not be empty`},
+			{[]string{"--image", "registry.example/nm overlay:v1"}, `--image: image: "registry.example/nm overlay:v1" is not an image reference`},
+			{[]string{"--image", "Registry/nmoverlay"}, `--image: image: "Registry/nmoverlay" is not an image reference`},
+			{[]string{"--image", "nmoverlay@sha256:0123"}, `--image: image: "nmoverlay@sha256:0123" is not an image reference`},
+			{[]string{"--image"}, `flag needs an argument: -image`},
+			{[]string{"--image", "nmoverlay:v1", "--pool", "wroker"}, `--pool: pools[0]: "wroker"`},
+		}...))
+}
+
+// testBadInput checks that each wrong command line is one line on stderr, exit 2, and
+// writes nothing: not to stdout, not to a new -o file, not over an existing one.
+func testBadInput(t *testing.T, command string, cases []badInput) {
+	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "mc.yaml")
@@ -136,7 +272,7 @@ func TestMachineConfigsBadInput(t *testing.T) {
 			}
 			for _, target := range []string{out, existing} {
 				var stdout, stderr bytes.Buffer
-				code := run(append([]string{"machineconfigs", "-o", target}, tc.args...), &stdout, &stderr)
+				code := run(append([]string{command, "-o", target}, tc.args...), &stdout, &stderr)
 				if code != exitUsage {
 					t.Errorf("exit %d, want %d", code, exitUsage)
 				}
@@ -172,7 +308,10 @@ func TestUsage(t *testing.T) {
 	}{
 		{[]string{"help"}, exitOK, "nmoverlay machineconfigs [flags]", ""},
 		{[]string{"--help"}, exitOK, "nmoverlay machineconfigs [flags]", ""},
+		{[]string{"help"}, exitOK, "nmoverlay render [flags]", ""},
 		{[]string{"machineconfigs", "-h"}, exitOK, "-ignition-version", ""},
+		{[]string{"render", "-h"}, exitOK, "-image", ""},
+		{[]string{"render", "--help"}, exitOK, "-ignition-version", ""},
 		{nil, exitUsage, "", "Usage:"},
 		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 	} {

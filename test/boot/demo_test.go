@@ -55,8 +55,11 @@ var _ = Describe("the demo scenario", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("every step ran, the clean-up last")
-		Expect(report.Steps).To(HaveLen(8))
+		Expect(report.Steps).To(HaveLen(9))
 		Expect(report.Steps[len(report.Steps)-1].Title).To(HavePrefix("clean up"))
+
+		By("one node's handler was denied another node's enactment, by name")
+		Expect(report.Denial).To(SatisfyAll(ContainSubstring("demo-a"), ContainSubstring("demo-b"), ContainSubstring("forbidden")))
 
 		By("the policy's profile was only in the tmpfs layer")
 		Expect(report.UpperLayer).To(ContainElement(SatisfyAll(

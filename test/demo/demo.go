@@ -67,6 +67,9 @@ type Report struct {
 	StartCluster time.Duration
 	// Applied: policy created to Available on every node.
 	Applied time.Duration
+	// Denial is what the API server told one node's handler that tried to delete another
+	// node's enactment.
+	Denial string
 	// UpperLayer is what `nm-overlay status` listed on the first node after the apply;
 	// LowerLayer the files of the persistent dir.
 	UpperLayer []overlay.ProfileChange
@@ -157,18 +160,28 @@ func indent(s string) string {
 
 // kubectl shows objects as an administrator sees them.
 func (r *run) kubectl(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, r.o.Kubectl, append([]string{"--kubeconfig", r.c.Kubeconfig}, args...)...)
+	_, err := r.kubectlAs(ctx, "", r.c.Kubeconfig, args...)
+	return err
+}
+
+// kubectlAs runs kubectl with a kubeconfig, printing who runs it (who: "" for the
+// administrator).
+func (r *run) kubectlAs(ctx context.Context, who, kubeconfig string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, r.o.Kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
-	r.printf("$ kubectl %s\n%s\n", strings.Join(args, " "), indent(string(out)))
+	r.printf("%s$ kubectl %s\n%s\n", who, strings.Join(args, " "), indent(string(out)))
 	if err != nil {
-		return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
+		return string(out), fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
 	}
-	return nil
+	return string(out), nil
 }
 
 func (r *run) steps(ctx context.Context) error {
 	if r.o.Kubectl == "" {
 		return fmt.Errorf("no kubectl given (hack/kubectl.sh builds one)")
+	}
+	if len(r.o.Cluster.Nodes) != 2 {
+		return fmt.Errorf("the demo runs on two nodes, not %d", len(r.o.Cluster.Nodes))
 	}
 	if err := r.step("render the MachineConfig for the worker pool (Ignition 3.2.0)", func() error {
 		mcs, err := machineconfigs.Render(machineconfigs.Options{Pools: []string{"worker"}})
@@ -187,7 +200,7 @@ func (r *run) steps(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := r.step(fmt.Sprintf("start kube-apiserver and etcd, a fabric network (gateway %s, where the API server answers) and the controller; boot %s with systemd-nspawn, the MachineConfig laid down, nm-overlay and the handler as units",
+	if err := r.step(fmt.Sprintf("start kube-apiserver and etcd, a fabric network (gateway %s, where the API server answers) and the controller; boot %s with systemd-nspawn, the MachineConfig laid down, nm-overlay and the handler as units (deploy/'s RBAC and admission policies in force)",
 		fabric.Gateway, strings.Join(r.o.Cluster.Nodes, " and ")), func() error {
 		start := time.Now()
 		c, err := lc.Start(ctx, r.o.Cluster)
@@ -210,7 +223,7 @@ func (r *run) steps(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	nodeA := r.c.Nodes[0]
+	nodeA, nodeB := r.c.Nodes[0], r.c.Nodes[1]
 
 	if err := r.step(fmt.Sprintf("day 2: apply policy %s (bridge %s on %s, a static address, a route) to every worker", BridgePolicy, Bridge, lc.SecondNIC), func() error {
 		start := time.Now()
@@ -234,6 +247,29 @@ func (r *run) steps(ctx context.Context) error {
 			}
 		}
 		r.show(ctx, nodeA, "ip", "route", "show", routeDestination)
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	if err := r.step(fmt.Sprintf("per-node authority: %s's handler (its service account token, bound to its pod on %s) may not touch %s's enactment",
+		nodeA.Name, nodeA.Name, nodeB.Name), func() error {
+		who := nodeA.Name + " handler"
+		if _, err := r.kubectlAs(ctx, who, nodeA.HandlerKubeconfig, "auth", "whoami"); err != nil {
+			return err
+		}
+		victim := nodeB.Name + "." + BridgePolicy
+		out, err := r.kubectlAs(ctx, who, nodeA.HandlerKubeconfig, "delete", "nnce", victim)
+		if err == nil {
+			return fmt.Errorf("%s's handler deleted %s", nodeA.Name, victim)
+		}
+		r.report.Denial = out
+		if !strings.Contains(out, nodeA.Name) || !strings.Contains(out, nodeB.Name) {
+			return fmt.Errorf("the denial does not name both nodes: %s", out)
+		}
+		if _, err := r.enactment(ctx, nodeB.Name, BridgePolicy); err != nil {
+			return fmt.Errorf("%s after the denied delete: %w", victim, err)
+		}
 		return nil
 	}); err != nil {
 		return err

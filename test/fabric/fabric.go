@@ -101,18 +101,25 @@ func ServeAPI(fabricNetNS, apiServer string) (stop func(), err error) {
 }
 
 // Kubeconfig writes a kubeconfig for a handler that reaches the API server across the
-// fabric (the serving certificate names localhost).
+// fabric as user, a member of system:masters (a client certificate).
 func Kubeconfig(env *envtest.Environment, user, path string) error {
 	u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
 	}
 	cfg := u.Config()
+	return WriteKubeconfig(path, "https://"+APIAddr, cfg.CAData,
+		&clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData})
+}
+
+// WriteKubeconfig writes a kubeconfig for server with the given credentials (a client
+// certificate or a token). The serving certificate names localhost, whatever the address.
+func WriteKubeconfig(path, server string, caData []byte, auth *clientcmdapi.AuthInfo) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["fabric"] = &clientcmdapi.Cluster{Server: "https://" + APIAddr, CertificateAuthorityData: cfg.CAData, TLSServerName: "localhost"}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["fabric"] = &clientcmdapi.Context{Cluster: "fabric", AuthInfo: user}
-	kc.CurrentContext = "fabric"
+	kc.Clusters["nmoverlay"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData, TLSServerName: "localhost"}
+	kc.AuthInfos["nmoverlay"] = auth
+	kc.Contexts["nmoverlay"] = &clientcmdapi.Context{Cluster: "nmoverlay", AuthInfo: "nmoverlay"}
+	kc.CurrentContext = "nmoverlay"
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -20,12 +20,16 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
@@ -117,7 +121,10 @@ type Node struct {
 	Address string
 	// SecondNICAddress is the persistent address of SecondNIC.
 	SecondNICAddress string
-	fabricPeer       string
+	// HandlerKubeconfig holds the node's handler credentials (its token, bound to its
+	// stand-in Pod) for the API server's loopback address: act as that handler from here.
+	HandlerKubeconfig string
+	fabricPeer        string
 }
 
 // Cluster is the control plane, the fabric and the nodes.
@@ -130,7 +137,11 @@ type Cluster struct {
 	dir        string
 	cleanups   []func()
 	// markers are paths in the command line of every process the cluster started.
-	markers []string
+	markers   []string
+	caData    []byte
+	apiServer string
+	// Where deploy/ puts the handler and the controller, and as whom they run.
+	namespace, handlerSA, controllerSA string
 }
 
 // Start brings the whole cluster up; Close takes all of it down, also after a failed Start.
@@ -178,18 +189,18 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, err
 	}
 
+	c.caData, c.apiServer = cfg.CAData, cfg.Host
+	if err := c.installDeploy(ctx); err != nil {
+		return c, fmt.Errorf("installing deploy/: %w", err)
+	}
 	if err := c.startFabric(cfg.Host); err != nil {
 		return c, err
 	}
-	if err := c.startController(o); err != nil {
-		return c, err
-	}
-	handlerKC := filepath.Join(dir, "handler.kubeconfig")
-	if err := fabric.Kubeconfig(env, "nmoverlay-handler", handlerKC); err != nil {
+	if err := c.startController(ctx, o, cfg.Host); err != nil {
 		return c, err
 	}
 	for i, name := range o.Nodes {
-		n, err := c.addNode(ctx, o, name, i, handlerKC)
+		n, err := c.addNode(ctx, o, name, i)
 		if err != nil {
 			return c, fmt.Errorf("node %s: %w", name, err)
 		}
@@ -276,14 +287,76 @@ func (c *Cluster) startFabric(apiServer string) error {
 	return nil
 }
 
+// installDeploy applies what `kubectl apply -k deploy/` applies (CRDs, namespace, service
+// accounts, RBAC, admission policies) but the workloads: no kubelet runs here, so the nodes
+// run the handler as a unit and the controller runs as a process here, each as its
+// service account with a token bound to a stand-in Pod, as their pods would.
+func (c *Cluster) installDeploy(ctx context.Context) error {
+	objs, err := deploy.Objects(deploy.Options{})
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		sa, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
+		switch o.GetKind() {
+		case "Namespace":
+			c.namespace = o.GetName()
+		case "DaemonSet":
+			c.handlerSA = sa
+			continue
+		case "Deployment":
+			c.controllerSA = sa
+			continue
+		}
+		if err := c.Client.Patch(ctx, o, client.Apply, client.FieldOwner("localcluster"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	if c.namespace == "" || c.handlerSA == "" || c.controllerSA == "" {
+		return fmt.Errorf("no namespace, handler DaemonSet or controller Deployment with a service account in deploy/")
+	}
+	return nil
+}
+
+// boundToken is a token of service account sa bound to a stand-in Pod named pod on node
+// (none: ""). The API server puts the Pod's node in the token's user info
+// (authentication.kubernetes.io/node-name), which the admission policies hold the
+// handler to.
+func (c *Cluster) boundToken(ctx context.Context, sa, pod, node string) (string, error) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: c.namespace},
+		Spec: corev1.PodSpec{ServiceAccountName: sa, NodeName: node,
+			Containers: []corev1.Container{{Name: "stand-in", Image: deploy.ImageName}}},
+	}
+	if err := c.Client.Create(ctx, p); err != nil {
+		return "", fmt.Errorf("stand-in pod %s: %w", pod, err)
+	}
+	day := int64(24 * 3600)
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day,
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}}}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: c.namespace}}
+	if err := c.Client.SubResource("token").Create(ctx, account, tr); err != nil {
+		return "", fmt.Errorf("token for %s: %w", sa, err)
+	}
+	return tr.Status.Token, nil
+}
+
 // startController runs the cluster controller as its own process, as its Deployment
-// would, one replica (so no lease).
-func (c *Cluster) startController(o Options) error {
+// would: its service account, leader election in its namespace.
+func (c *Cluster) startController(ctx context.Context, o Options, apiServer string) error {
 	log := o.Log
 	if log == nil {
 		log = io.Discard
 	}
-	cmd := exec.Command(o.Binaries.Controller, "--kubeconfig", c.Kubeconfig, "--leader-elect=false",
+	token, err := c.boundToken(ctx, c.controllerSA, c.controllerSA+"-0", "")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(c.dir, "controller.kubeconfig")
+	if err := fabric.WriteKubeconfig(kubeconfig, apiServer, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
+		return err
+	}
+	cmd := exec.Command(o.Binaries.Controller, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", c.namespace,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -305,7 +378,7 @@ func (c *Cluster) startController(o Options) error {
 
 // addNode prepares a node's root as MCO and the DaemonSet would leave it, registers its
 // Node, and boots it.
-func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int, handlerKC string) (*Node, error) {
+func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int) (*Node, error) {
 	m, err := nspawn.New(o.Rootfs, name)
 	if err != nil {
 		return nil, err
@@ -319,6 +392,18 @@ func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int, ha
 
 	m.Interfaces = []string{Uplink}
 	m.BeforeBoot = n.cable(c.fabric)
+	token, err := c.boundToken(ctx, c.handlerSA, c.handlerSA+"-"+name, name)
+	if err != nil {
+		return nil, err
+	}
+	handlerKC := filepath.Join(c.dir, name+".kubeconfig")
+	n.HandlerKubeconfig = filepath.Join(c.dir, name+"-handler-here.kubeconfig")
+	if err := fabric.WriteKubeconfig(handlerKC, "https://"+fabric.APIAddr, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
+		return nil, err
+	}
+	if err := fabric.WriteKubeconfig(n.HandlerKubeconfig, c.apiServer, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
+		return nil, err
+	}
 	kc, err := os.ReadFile(handlerKC)
 	if err != nil {
 		return nil, err

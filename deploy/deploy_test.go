@@ -1,0 +1,454 @@
+package deploy_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nmoverlay/nmoverlay/deploy"
+)
+
+// source is the kustomization and its resources as read from disk, parsed here
+// independently of the package.
+type source struct {
+	Namespace string   `json:"namespace"`
+	Resources []string `json:"resources"`
+	Images    []struct {
+		Name, NewName, NewTag, Digest string
+	} `json:"images"`
+	objects []*unstructured.Unstructured
+}
+
+func readSource(t *testing.T) source {
+	t.Helper()
+	var s source
+	b, err := os.ReadFile(deploy.KustomizationFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Resources {
+		b, err := os.ReadFile(filepath.FromSlash(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.objects = append(s.objects, decodeAll(t, b)...)
+	}
+	if len(s.objects) == 0 || s.Namespace == "" {
+		t.Fatalf("%s: no objects or no namespace", deploy.KustomizationFile)
+	}
+	return s
+}
+
+func decodeAll(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func id(o *unstructured.Unstructured) string {
+	return o.GroupVersionKind().GroupKind().String() + "/" + o.GetName()
+}
+
+func objects(t *testing.T, opts deploy.Options) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := deploy.Objects(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestEveryResourceOfTheKustomization(t *testing.T) {
+	src := readSource(t)
+	var want, got []string
+	for _, o := range src.objects {
+		want = append(want, id(o))
+	}
+	for _, o := range objects(t, deploy.Options{}) {
+		got = append(got, id(o))
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("rendered objects\n%v\nwant the kustomization's resources\n%v", got, want)
+	}
+}
+
+// clusterScoped are the kinds of the manifests that the Kubernetes API serves without a
+// namespace (kubectl api-resources --namespaced=false).
+var clusterScoped = []string{"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+func TestNamespaceOnNamespacedObjectsOnly(t *testing.T) {
+	src := readSource(t)
+	namespaced := 0
+	for _, o := range objects(t, deploy.Options{}) {
+		want := src.Namespace
+		if slices.Contains(clusterScoped, o.GetKind()) {
+			want = ""
+		} else {
+			namespaced++
+		}
+		if o.GetNamespace() != want {
+			t.Errorf("%s: namespace %q, want %q", id(o), o.GetNamespace(), want)
+		}
+		if o.GetKind() == "Namespace" && o.GetName() != src.Namespace {
+			t.Errorf("Namespace %q, want the kustomization's %q", o.GetName(), src.Namespace)
+		}
+	}
+	if namespaced == 0 {
+		t.Error("no namespaced object rendered")
+	}
+}
+
+// imagePaths returns the path and value of every container image (and image volume reference).
+func imagePaths(prefix string, v any, out map[string]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			if s, ok := c.(string); ok && (k == "image" || k == "reference") {
+				out[prefix+"."+k] = s
+			}
+			imagePaths(prefix+"."+k, c, out)
+		}
+	case []any:
+		for i, c := range v {
+			imagePaths(fmt.Sprintf("%s[%d]", prefix, i), c, out)
+		}
+	}
+}
+
+func allImages(objs []*unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" { // schemas have "image"-free property names, but not ours to judge
+			imagePaths(id(o), o.Object, out)
+		}
+	}
+	return out
+}
+
+func TestImageReplacedWhereverTheManifestsNameIt(t *testing.T) {
+	src := readSource(t)
+	before := allImages(src.objects)
+	var placeholders []string
+	for path, img := range before {
+		if img == deploy.ImageName {
+			placeholders = append(placeholders, path)
+		}
+	}
+	if len(placeholders) < 2 {
+		t.Fatalf("the manifests name image %q only at %v", deploy.ImageName, placeholders)
+	}
+	var fromKustomization string
+	for _, i := range src.Images {
+		if i.Name == deploy.ImageName {
+			fromKustomization = i.NewName + ":" + i.NewTag
+		}
+	}
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		image, want string
+	}{
+		{"", fromKustomization},
+		{"registry.example/nmoverlay@" + digest, "registry.example/nmoverlay@" + digest},
+		{"registry.example:5000/team/nmoverlay:v1.2.3", "registry.example:5000/team/nmoverlay:v1.2.3"},
+		{"nmoverlay:dev", "nmoverlay:dev"},
+		{"localhost/nmoverlay:v1@" + digest, "localhost/nmoverlay:v1@" + digest},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			after := allImages(objects(t, deploy.Options{Image: tc.image}))
+			if len(after) != len(before) {
+				t.Errorf("%d images after, %d before", len(after), len(before))
+			}
+			for path, img := range before {
+				want := img
+				if slices.Contains(placeholders, path) {
+					want = tc.want
+				}
+				if after[path] != want {
+					t.Errorf("%s: %q, want %q", path, after[path], want)
+				}
+			}
+		})
+	}
+}
+
+func TestInstallOrder(t *testing.T) {
+	objs := objects(t, deploy.Options{})
+	index := map[string]int{}
+	for i, o := range objs {
+		index[id(o)] = i
+	}
+	before := func(o *unstructured.Unstructured, dep string) {
+		t.Helper()
+		if i, ok := index[dep]; ok && i > index[id(o)] {
+			t.Errorf("%s comes before %s, which it needs", id(o), dep)
+		}
+	}
+	sawWorkload := false
+	for _, o := range objs {
+		switch {
+		case o.GetNamespace() != "":
+			before(o, "Namespace/"+o.GetNamespace())
+		case o.GetKind() == "CustomResourceDefinition":
+			for _, p := range objs[:index[id(o)]] {
+				if p.GetKind() != "Namespace" && p.GetKind() != "CustomResourceDefinition" {
+					t.Errorf("CRD %s after %s", o.GetName(), id(p))
+				}
+			}
+		}
+		policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
+		if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+			if _, ok := index["ValidatingAdmissionPolicy.admissionregistration.k8s.io/"+policy]; !ok {
+				t.Errorf("%s binds %q, which is not rendered", id(o), policy)
+			}
+			before(o, "ValidatingAdmissionPolicy.admissionregistration.k8s.io/"+policy)
+		}
+		if role, ok, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ok {
+			kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+			before(o, kind+".rbac.authorization.k8s.io/"+role)
+		}
+		if sa, ok, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName"); ok {
+			sawWorkload = true
+			before(o, "ServiceAccount/"+sa)
+		}
+	}
+	if !sawWorkload || objs[0].GetKind() != "Namespace" {
+		t.Errorf("want the Namespace first and a workload: %v", index)
+	}
+}
+
+// kustomization builds an in-memory deploy directory.
+func kustomization(k string, files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{deploy.KustomizationFile: {Data: []byte(k)}}
+	for name, data := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(data)}
+	}
+	return fsys
+}
+
+// The transformations kustomize documents for its namespace and images fields.
+func TestKustomizeTransformations(t *testing.T) {
+	const digest = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+	fsys := kustomization(`
+namespace: ns1
+kind: Kustomization
+resources: [policy.yaml, all.yaml, crd.yaml]
+images:
+- {name: app, newName: reg.example/app, digest: `+digest+`}
+- {name: side, newTag: v2}
+`, map[string]string{
+		"crd.yaml": `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig: {service: {name: conv, namespace: elsewhere}}
+`,
+		"policy.yaml": `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: b}
+spec: {policyName: p}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: p}
+`,
+		"all.yaml": `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: elsewhere}
+spec:
+  template:
+    spec:
+      initContainers: [{name: i, image: "app:old"}]
+      containers:
+      - {name: a, image: app}
+      - {name: b, image: "side@` + digest + `"}
+      - {name: c, image: application}
+      - {name: e, image: reg.example/app}
+      volumes: [{name: v, image: {reference: "app:1"}}]
+---
+# kustomize drops empty documents
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: crb}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r}
+subjects:
+- {kind: ServiceAccount, name: default, namespace: elsewhere}
+- {kind: ServiceAccount, name: sa, namespace: elsewhere}
+- {kind: Group, name: g, apiGroup: rbac.authorization.k8s.io}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: renamed-by-kustomize}
+`,
+	})
+	objs, err := deploy.ObjectsFrom(fsys, deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind())
+	}
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+		"ValidatingAdmissionPolicyBinding", "Deployment"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Fatalf("kinds %v, want %v", kinds, wantKinds)
+	}
+	get := func(o *unstructured.Unstructured, path ...string) any {
+		t.Helper()
+		var v any = o.Object
+		for _, p := range path {
+			switch c := v.(type) {
+			case map[string]any:
+				v = c[p]
+			case []any:
+				var i int
+				fmt.Sscan(p, &i)
+				v = c[i]
+			}
+		}
+		return v
+	}
+	for _, c := range []struct {
+		obj  *unstructured.Unstructured
+		path string
+		want any
+	}{
+		{objs[0], "metadata.name", "ns1"},
+		{objs[1], "spec.conversion.webhook.clientConfig.service.namespace", "ns1"},
+		{objs[1], "metadata.namespace", nil},
+		{objs[2], "subjects.0.namespace", "ns1"},       // named default
+		{objs[2], "subjects.1.namespace", "elsewhere"}, // any other keeps its namespace
+		{objs[2], "subjects.2.namespace", nil},
+		{objs[3], "metadata.namespace", nil},
+		{objs[5], "metadata.namespace", "ns1"},
+		{objs[5], "spec.template.spec.initContainers.0.image", "reg.example/app@" + digest}, // a digest replaces the tag
+		{objs[5], "spec.template.spec.containers.0.image", "reg.example/app@" + digest},
+		{objs[5], "spec.template.spec.containers.1.image", "side:v2"}, // a tag replaces the digest
+		{objs[5], "spec.template.spec.containers.2.image", "application"},
+		{objs[5], "spec.template.spec.containers.3.image", "reg.example/app"},
+		{objs[5], "spec.template.spec.volumes.0.image.reference", "reg.example/app@" + digest},
+	} {
+		if got := get(c.obj, strings.Split(c.path, ".")...); got != c.want {
+			t.Errorf("%s %s: %v, want %v", id(c.obj), c.path, got, c.want)
+		}
+	}
+}
+
+func TestRejects(t *testing.T) {
+	const ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns1}\n"
+	for _, tc := range []struct {
+		name string
+		fsys fstest.MapFS
+		opts deploy.Options
+		want string
+	}{
+		{"unknown kind", kustomization("kind: Kustomization\nresources: [a.yaml]",
+			map[string]string{"a.yaml": ns + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"}),
+			deploy.Options{}, "ConfigMap"},
+		{"known kind, other group", kustomization("kind: Kustomization\nresources: [a.yaml]",
+			map[string]string{"a.yaml": "apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: d}\n"}),
+			deploy.Options{}, "Deployment.example.com"},
+		{"kustomize feature not implemented", kustomization("kind: Kustomization\ncommonLabels: {a: b}\nresources: [a.yaml]",
+			map[string]string{"a.yaml": ns}), deploy.Options{}, "commonLabels"},
+		{"missing resource", kustomization("kind: Kustomization\nresources: [a.yaml, b.yaml]",
+			map[string]string{"a.yaml": ns}), deploy.Options{}, "b.yaml"},
+		{"duplicate", kustomization("kind: Kustomization\nresources: [a.yaml, b.yaml]",
+			map[string]string{"a.yaml": ns, "b.yaml": ns}), deploy.Options{}, "also in a.yaml"},
+		{"no kind", kustomization("kind: Kustomization\nresources: [a.yaml]",
+			map[string]string{"a.yaml": "apiVersion: v1\nmetadata: {name: x}\n"}), deploy.Options{}, "Kind"},
+		{"bad image", kustomization("kind: Kustomization\nresources: [a.yaml]",
+			map[string]string{"a.yaml": ns}), deploy.Options{Image: "reg.example/nm overlay"}, `image: "reg.example/nm overlay"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := deploy.ObjectsFrom(tc.fsys, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+			if objs != nil {
+				t.Errorf("objects despite the error: %v", objs)
+			}
+		})
+	}
+}
+
+func TestValidateImage(t *testing.T) {
+	const d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, ok := range []string{
+		"nmoverlay", "nmoverlay:v1", "quay.io/nmoverlay/nmoverlay:latest", "registry.example/nmoverlay@" + d,
+		"registry.example:5000/a/b_c__d-e:1.0-rc.1", "localhost:5000/nmoverlay", "[::1]:5000/nmoverlay:x", "reg/app:v1@" + d,
+	} {
+		if err := deploy.ValidateImage(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"", " ", "nm overlay", "NMoverlay", "nmoverlay:", "nmoverlay:-x", "nmoverlay@sha256:abc", "nmoverlay@" + d[:70],
+		"nmoverlay@" + d + "0", "/nmoverlay", "nmoverlay/", "reg.example//nmoverlay", "nmoverlay\n", "nmoverlay:" + strings.Repeat("t", 129),
+	} {
+		err := deploy.ValidateImage(bad)
+		var e *deploy.Error
+		if !errors.As(err, &e) || e.Field != "image" {
+			t.Errorf("%q: error %v, want a *deploy.Error for field image", bad, err)
+		}
+	}
+}
+
+func TestRenderDecodesToObjects(t *testing.T) {
+	b, err := deploy.Render(deploy.Options{Image: "registry.example/nmoverlay:v9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("---\n")) {
+		t.Errorf("the stream does not start with a document separator")
+	}
+	want := objects(t, deploy.Options{Image: "registry.example/nmoverlay:v9"})
+	got := decodeAll(t, b)
+	if len(got) != len(want) {
+		t.Fatalf("%d documents, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if id(got[i]) != id(want[i]) || got[i].GetNamespace() != want[i].GetNamespace() {
+			t.Errorf("document %d is %s, want %s", i, id(got[i]), id(want[i]))
+		}
+	}
+	if !bytes.Contains(b, []byte("image: registry.example/nmoverlay:v9\n")) {
+		t.Error("the image override is not in the stream")
+	}
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds nmoverlay's container image from deploy/Containerfile with buildah (no Docker
+# engine, no registry: the image is FROM scratch) and prints its reference on stdout.
+#
+#   hack/image.sh [--oci-archive PATH]
+#
+# IMAGE names the image (default localhost/nmoverlay:dev); --oci-archive also writes it to
+# PATH as an OCI archive (podman load, skopeo copy oci-archive:PATH docker://...). Installs
+# buildah when it is missing. Needs root.
+set -euo pipefail
+
+IMAGE="${IMAGE:-localhost/nmoverlay:dev}"
+archive=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --oci-archive) [ $# -ge 2 ] || { echo "image.sh: --oci-archive needs a PATH" >&2; exit 2; }
+      archive="$2"; shift 2 ;;
+    --oci-archive=*) archive="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "image.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -z "$archive" ] || case "$archive" in /*) ;; *) archive="$PWD/$archive" ;; esac
+
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+
+if ! command -v buildah >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "image.sh: need root to install buildah" >&2
+    exit 1
+  fi
+  echo "image.sh: installing buildah" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # No recommends: crun/runc serve the default (oci) isolation and fuse-overlayfs rootless
+  # builds; the chroot isolation below needs neither.
+  apt-get install -y -qq --no-install-recommends buildah >/dev/null
+fi
+
+# buildah's own isolation: no OCI runtime, no user namespaces, so it works inside a container
+# too. Nothing in the Containerfile runs a command; test/image's buildah run uses it.
+export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
+
+# A fresh machine may have no /etc/containers/policy.json (the trust policy every copy
+# checks, including the commit of a build and a push to a local archive). Nothing is pulled
+# here, so a policy that accepts anything is given instead of editing /etc.
+policy_args=()
+if [ ! -f /etc/containers/policy.json ]; then
+  policy=$(mktemp)
+  echo '{"default":[{"type":"insecureAcceptAnything"}]}' > "$policy"
+  policy_args=(--signature-policy "$policy")
+fi
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx" ${policy:+"$policy"}' EXIT
+
+echo "image.sh: building the binaries" >&2
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/" ./cmd/...
+
+meta=()
+if rev=$(git rev-parse HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || rev="$rev-dirty"
+  meta=(--label "org.opencontainers.image.revision=$rev")
+fi
+# Reproducible: the created time (of the image and of every file in it) is the commit's, as
+# SOURCE_DATE_EPOCH says, so the same binaries give the same image ID and a rebuild of an
+# unchanged tree adds nothing to the storage.
+epoch="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || true)}"
+[ -z "$epoch" ] || meta+=(--timestamp "$epoch")
+
+previous=$(buildah images -q --no-trunc "$IMAGE" 2>/dev/null || true)
+echo "image.sh: building $IMAGE" >&2
+# buildah's step log goes to stdout: keep stdout for the image reference alone.
+buildah bud "${policy_args[@]}" --isolation "$BUILDAH_ISOLATION" "${meta[@]}" \
+  -f deploy/Containerfile -t "$IMAGE" "$ctx" >&2
+# The image this tag named before, if nothing else names or uses it now.
+if [ -n "$previous" ] && buildah images -q --no-trunc --filter dangling=true | grep -qx "$previous"; then
+  buildah rmi "$previous" >/dev/null 2>&1 || true
+fi
+
+if [ -n "$archive" ]; then
+  echo "image.sh: writing $archive" >&2
+  rm -f "$archive"
+  buildah push "${policy_args[@]}" "$IMAGE" "oci-archive:$archive:$IMAGE" >&2
+fi
+echo "$IMAGE"
