@@ -241,14 +241,24 @@ func readKustomization(fsys fs.FS) (*kustomization, error) {
 	return k, nil
 }
 
-// readObjects parses every document of one resource file; empty documents are skipped, as
-// kustomize does.
+// readObjects parses one resource file of the kustomization.
 func readObjects(fsys fs.FS, res string) ([]*unstructured.Unstructured, error) {
 	b, err := fs.ReadFile(fsys, res)
 	if err != nil {
 		// Directories, remote bases and files outside the embed patterns land here.
 		return nil, fmt.Errorf("resource %s: %w (package deploy reads embedded files only)", res, err)
 	}
+	objs, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", res, err)
+	}
+	return objs, nil
+}
+
+// Decode parses a multi-document YAML stream (a manifest file, Render's output, kubectl
+// kustomize's) into objects. Empty documents are skipped, as kustomize and kubectl do;
+// a document that is not an object with a kind and a name is an error naming its index.
+func Decode(b []byte) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for i := 0; ; i++ {
@@ -257,21 +267,21 @@ func readObjects(fsys fs.FS, res string) ([]*unstructured.Unstructured, error) {
 			return objs, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", res, i, err)
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		j, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", res, i, err)
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
 			continue
 		}
 		o := &unstructured.Unstructured{}
 		if err := o.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", res, i, err)
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		if o.GetName() == "" {
-			return nil, fmt.Errorf("%s: document %d: %s without a name", res, i, o.GetKind())
+			return nil, fmt.Errorf("document %d: %s without a name", i, o.GetKind())
 		}
 		objs = append(objs, o)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/deploy"
@@ -113,22 +111,11 @@ func TestMachineConfigsSafetyOptionsNone(t *testing.T) {
 // decodeStream parses a YAML stream into objects, as kubectl apply -f - reads it.
 func decodeStream(t *testing.T, b []byte) []*unstructured.Unstructured {
 	t.Helper()
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-			t.Fatalf("document %d is not an object: %v", len(objs), u.Object)
-		}
-		objs = append(objs, u)
+	objs, err := deploy.Decode(b)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return objs
 }
 
 func TestRender(t *testing.T) {

@@ -4,8 +4,6 @@ package integration_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
@@ -320,14 +317,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 		})
 
 		It("still accept the kubernetes-nmstate example policies", func() {
-			files, err := filepath.Glob("testdata/policies/*.yaml")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(files).NotTo(BeEmpty())
-			for _, f := range files {
-				raw, err := os.ReadFile(f)
-				Expect(err).NotTo(HaveOccurred())
-				obj := &unstructured.Unstructured{}
-				Expect(yaml.Unmarshal(raw, &obj.Object)).To(Succeed())
+			for f, obj := range examplePolicies() {
 				Expect(k8s.Create(ctx, obj, client.DryRunAll)).To(Succeed(), f)
 			}
 		})

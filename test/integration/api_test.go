@@ -23,6 +23,23 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
+// examplePolicies are kubernetes-nmstate's example policies (testdata/policies), by file.
+func examplePolicies() map[string]*unstructured.Unstructured {
+	GinkgoHelper()
+	files, err := filepath.Glob("testdata/policies/*.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(files).NotTo(BeEmpty())
+	policies := map[string]*unstructured.Unstructured{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		obj := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(raw, &obj.Object)).To(Succeed())
+		policies[f] = obj
+	}
+	return policies
+}
+
 var _ = Describe("the nmstate.io API", Ordered, func() {
 	ctx := context.Background()
 
@@ -35,15 +52,10 @@ var _ = Describe("the nmstate.io API", Ordered, func() {
 	})
 
 	It("accepts kubernetes-nmstate policy manifests unchanged, v1 and v1beta1", func() {
-		files, err := filepath.Glob("testdata/policies/*.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(files).NotTo(BeEmpty())
-		for _, f := range files {
+		for f, obj := range examplePolicies() {
+			Expect(k8s.Create(ctx, obj)).To(Succeed(), f)
 			raw, err := os.ReadFile(f)
 			Expect(err).NotTo(HaveOccurred())
-			obj := &unstructured.Unstructured{}
-			Expect(yaml.Unmarshal(raw, &obj.Object)).To(Succeed())
-			Expect(k8s.Create(ctx, obj)).To(Succeed(), f)
 
 			// Read back through the storage version: the desired state is kept as written
 			// and the engine accepts it.

@@ -3,54 +3,23 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
+
+	"github.com/nmoverlay/nmoverlay/deploy"
 )
 
-// deployObjects reads every object deploy/kustomization.yaml lists, in its namespace,
-// as kubectl apply -k would send them.
+// deployObjects is what kubectl apply -k deploy/ sends: deploy.Objects, which the removal
+// spec checks against kubectl kustomize.
 func deployObjects() []*unstructured.Unstructured {
-	var k struct {
-		Namespace string   `json:"namespace"`
-		Resources []string `json:"resources"`
-	}
-	b, err := os.ReadFile("../../deploy/kustomization.yaml")
+	GinkgoHelper()
+	objs, err := deploy.Objects(deploy.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(yaml.Unmarshal(b, &k)).To(Succeed())
-	var objs []*unstructured.Unstructured
-	for _, r := range k.Resources {
-		b, err := os.ReadFile(filepath.Join("../../deploy", r))
-		Expect(err).NotTo(HaveOccurred())
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			err := dec.Decode(&u.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			Expect(err).NotTo(HaveOccurred(), r)
-			if len(u.Object) == 0 {
-				continue
-			}
-			if mapping, err := k8s.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version); err == nil &&
-				mapping.Scope.Name() == "namespace" {
-				u.SetNamespace(k.Namespace)
-			}
-			objs = append(objs, u)
-		}
-	}
 	return objs
 }
 

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -25,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -45,19 +42,9 @@ const kustomizeDir = "../../deploy"
 // decodeYAMLStream parses a multi-document YAML stream, skipping empty documents.
 func decodeYAMLStream(b []byte) []*unstructured.Unstructured {
 	GinkgoHelper()
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		Expect(err).NotTo(HaveOccurred())
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	objs, err := deploy.Decode(b)
+	Expect(err).NotTo(HaveOccurred())
+	return objs
 }
 
 // namespaced asks the API server whether o's kind is namespaced.
