@@ -154,7 +154,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{dir: dir, fabric: fmt.Sprintf("nmo-fab-%d", os.Getpid())}
-	c.defer_(func() { os.RemoveAll(dir) })
+	c.onClose(func() { os.RemoveAll(dir) })
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -167,7 +167,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	c.defer_(func() { _ = env.Stop() })
+	c.onClose(func() { _ = env.Stop() })
 	c.markers = append(c.markers, env.ControlPlane.APIServer.CertDir, env.ControlPlane.Etcd.DataDir)
 	scheme, err := api.NewScheme()
 	if err != nil {
@@ -209,7 +209,8 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) defer_(f func()) { c.cleanups = append(c.cleanups, f) }
+// onClose registers f to run at Close, after everything registered later.
+func (c *Cluster) onClose(f func()) { c.cleanups = append(c.cleanups, f) }
 
 // Close stops everything Start started, in reverse order, and removes its files.
 func (c *Cluster) Close() {
@@ -268,7 +269,7 @@ func (c *Cluster) startFabric(apiServer string) error {
 	if err := ip("netns", "add", c.fabric); err != nil {
 		return err
 	}
-	c.defer_(func() { _ = exec.Command("ip", "netns", "del", c.fabric).Run() })
+	c.onClose(func() { _ = exec.Command("ip", "netns", "del", c.fabric).Run() })
 	for _, args := range [][]string{
 		{"-n", c.fabric, "link", "set", "lo", "up"},
 		{"-n", c.fabric, "link", "add", fabricBridge, "type", "bridge"},
@@ -283,7 +284,7 @@ func (c *Cluster) startFabric(apiServer string) error {
 	if err != nil {
 		return err
 	}
-	c.defer_(stop)
+	c.onClose(stop)
 	return nil
 }
 
@@ -364,7 +365,7 @@ func (c *Cluster) startController(ctx context.Context, o Options, apiServer stri
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	c.defer_(func() {
+	c.onClose(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-done:
@@ -386,8 +387,8 @@ func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int) (*
 	n := &Node{Machine: m, Name: name, Address: fmt.Sprintf("192.0.2.%d", 11+i),
 		SecondNICAddress: fmt.Sprintf("198.51.100.%d", 11+i), fabricPeer: fmt.Sprintf("nmo-gw%d-%d", i, os.Getpid()%10000)}
 	// nspawn moves the uplink back to the host when the machine stops: delete it after.
-	c.defer_(func() { _ = exec.Command("ip", "link", "del", Uplink).Run() })
-	c.defer_(m.Close)
+	c.onClose(func() { _ = exec.Command("ip", "link", "del", Uplink).Run() })
+	c.onClose(m.Close)
 	c.markers = append(c.markers, m.Root)
 
 	m.Interfaces = []string{Uplink}
