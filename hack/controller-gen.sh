@@ -2,7 +2,7 @@
 # Builds controller-gen (pinned) from the Go module proxy once and prints its path.
 set -euo pipefail
 VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
-CACHE="${NMOVERLAY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/nmoverlay}"
+. "$(dirname "$0")/common.sh"
 BIN="$CACHE/controller-gen-$VERSION/controller-gen"
 if [ ! -x "$BIN" ]; then
   echo "controller-gen.sh: building controller-gen $VERSION" >&2

@@ -5,8 +5,7 @@
 # machine tests with the same client. A second call costs nothing.
 set -euo pipefail
 
-KUBE_VERSION="${KUBE_VERSION:-1.36.3}"
-CACHE="${NMOVERLAY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/nmoverlay}"
+. "$(dirname "$0")/common.sh"
 DIR="$CACHE/kubectl-v$KUBE_VERSION"
 
 if [ -f "$DIR/.complete" ]; then

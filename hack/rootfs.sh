@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-CACHE="${NMOVERLAY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/nmoverlay}"
+. "$(dirname "$0")/common.sh"
 key=$(printf '%s %s' "bookworm" "$PACKAGES" | sha256sum | cut -c1-12)
 ROOTFS="$CACHE/rootfs-bookworm-$key"
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROOTFS=$(hack/rootfs.sh)
-CACHE="${NMOVERLAY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/nmoverlay}"
+. hack/common.sh # after the cd above: the repository root
 key=$( (basename "$ROOTFS"; cat "$0") | sha256sum | cut -c1-12)
 DIR="$CACHE/vm-$key"
 if [ -f "$DIR/.complete" ]; then
