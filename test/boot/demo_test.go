@@ -5,8 +5,6 @@ package boot_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,16 +16,6 @@ import (
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
 
-// buildCommand builds one of the module's commands into dir, as `make build` does.
-func buildCommand(dir, name string) string {
-	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/nmoverlay/nmoverlay/cmd/"+name)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
-	return bin
-}
-
 // The demo's scenario (make demo), end to end, on the same code: two nspawn nodes, the
 // control plane, the controller; every step checks its own outcome, and the report is
 // asserted here on top.
@@ -36,17 +24,15 @@ var _ = Describe("the demo scenario", func() {
 		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-boot")
 		kubectl := os.Getenv("KUBECTL")
 		Expect(kubectl).NotTo(BeEmpty(), "KUBECTL is unset: run make test-boot (hack/kubectl.sh builds it)")
-		dir := GinkgoT().TempDir()
 		nodes := []string{"demo-a", "demo-b"}
 		var out strings.Builder
 		report, err := demo.Run(context.Background(), demo.Options{
 			Cluster: localcluster.Options{
-				Rootfs: baseRootfs,
-				CRDs:   "../../deploy/crds",
-				Nodes:  nodes,
-				Binaries: localcluster.Binaries{Helper: helper,
-					Handler: buildCommand(dir, "handler"), Controller: buildCommand(dir, "controller")},
-				Log: GinkgoWriter,
+				Rootfs:   baseRootfs,
+				CRDs:     "../../deploy/crds",
+				Nodes:    nodes,
+				Binaries: localcluster.Binaries{Helper: helper, Handler: handler, Controller: controller},
+				Log:      GinkgoWriter,
 			},
 			Kubectl: kubectl,
 			Out:     &out,

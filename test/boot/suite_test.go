@@ -16,7 +16,8 @@ import (
 
 var (
 	baseRootfs string // pristine Debian root filesystem (hack/rootfs.sh)
-	helper     string // the nm-overlay binary under test
+	// The binaries under test: nm-overlay, the handler and the controller.
+	helper, handler, controller string
 )
 
 func TestBoot(t *testing.T) {
@@ -37,9 +38,17 @@ func setup(dir string) {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
-	helper = filepath.Join(dir, "nm-overlay")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", helper, "github.com/nmoverlay/nmoverlay/cmd/nm-overlay")
+	helper = buildCommand(dir, "nm-overlay")
+	handler = buildCommand(dir, "handler")
+	controller = buildCommand(dir, "controller")
+}
+
+// buildCommand builds one of the module's commands into dir, as `make build` does.
+func buildCommand(dir, name string) string {
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/nmoverlay/nmoverlay/cmd/"+name)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
+	return bin
 }
