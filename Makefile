@@ -68,8 +68,9 @@ bench: rootfs envtest
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 60m -tags integration -run '^$$' -bench APILoad -benchtime 1x ./test/apiload/...
 	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot -run '^$$' -bench . -benchtime 1x ./test/boot/...
 
+# hack/demo.sh finds the root filesystem, the API server and kubectl the targets built.
 demo: deps rootfs envtest kubectl build
-	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" hack/demo.sh
+	hack/demo.sh
 
 # Deepcopy and CRDs from the api/ types (controller-gen, pinned, built from the module proxy).
 generate:

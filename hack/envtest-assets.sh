@@ -11,13 +11,7 @@ if [ -f "$DIR/.complete" ]; then
   echo "$DIR"
   exit 0
 fi
-export PATH="$PATH:/usr/local/go/bin"
-export GOFLAGS=-mod=mod CGO_ENABLED=0
-mkdir -p "$CACHE"
-work=$(mktemp -d)
-# The output is staged inside the cache so the final rename is atomic (same filesystem).
-out=$(mktemp -d "$CACHE/.envtest-build.XXXXXX")
-trap 'rm -rf "$work" "$out"' EXIT
+begin_build envtest
 mkdir -p "$work/apiserver" "$work/etcd"
 
 staging="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
@@ -54,11 +48,5 @@ echo "envtest-assets.sh: building etcd v$ETCD_VERSION (about 1 minute)" >&2
 )
 "$out/kube-apiserver" --version >&2
 "$out/etcd" --version >&2
-touch "$out/.complete"
-chmod 755 "$out"
-# A concurrent run may have finished first: keep its complete directory.
-if [ ! -f "$DIR/.complete" ]; then
-  rm -rf "$DIR"
-  mv -T "$out" "$DIR"
-fi
+end_build
 echo "$DIR"

@@ -12,13 +12,7 @@ if [ -f "$DIR/.complete" ]; then
   echo "$DIR/kubectl"
   exit 0
 fi
-export PATH="$PATH:/usr/local/go/bin"
-export GOFLAGS=-mod=mod CGO_ENABLED=0
-mkdir -p "$CACHE"
-work=$(mktemp -d)
-# The output is staged inside the cache so the final rename is atomic (same filesystem).
-out=$(mktemp -d "$CACHE/.kubectl-build.XXXXXX")
-trap 'rm -rf "$work" "$out"' EXIT
+begin_build kubectl
 
 echo "kubectl.sh: building kubectl v$KUBE_VERSION" >&2
 (
@@ -64,11 +58,5 @@ EOF
 "$out/kubectl" version --client >&2
 # kustomize is compiled into kubectl; fail here rather than in a test if it is not.
 "$out/kubectl" kustomize --help >/dev/null
-touch "$out/.complete"
-chmod 755 "$out"
-# A concurrent run may have finished first: keep its complete directory.
-if [ ! -f "$DIR/.complete" ]; then
-  rm -rf "$DIR"
-  mv -T "$out" "$DIR"
-fi
+end_build
 echo "$DIR/kubectl"
