@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
@@ -51,6 +52,9 @@ var bridgeState = fmt.Sprintf(`{"interfaces":[{"name":%q,"type":"linux-bridge","
 // badGatewayState points the default route at an address nobody answers on.
 var badGatewayState = fmt.Sprintf(`{"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":%q,"next-hop-interface":%q,"metric":10}]}}`,
 	badGateway, lc.Uplink)
+
+// poll is how often a step looks again for the outcome it waits for.
+const poll = 250 * time.Millisecond
 
 // Options for Run.
 type Options struct {
@@ -313,7 +317,7 @@ func (r *run) steps(ctx context.Context) error {
 			return fmt.Errorf("the boot ID did not change (%s)", after)
 		}
 		r.report.BootIDs = [2]string{before, after}
-		if err := lc.Wait(ctx, 2*time.Minute, func() (bool, error) {
+		if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			e, err := r.enactment(ctx, nodeA.Name, BridgePolicy)
 			if err != nil {
 				return false, client.IgnoreNotFound(err)
@@ -326,7 +330,7 @@ func (r *run) steps(ctx context.Context) error {
 		// Scraped across the fabric as Prometheus would; the fabric may still hold the
 		// uplink's neighbour entry of the previous boot, so errors are retried.
 		var scrapeErr error
-		if err := lc.Wait(ctx, 30*time.Second, func() (bool, error) {
+		if err := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			v, ok, err := r.c.Metric(nodeA, "nmoverlay_boot_reconvergence_seconds")
 			r.report.Reconverge, scrapeErr = time.Duration(v*float64(time.Second)), err
 			return ok && err == nil, nil
@@ -388,7 +392,7 @@ func (r *run) steps(ctx context.Context) error {
 		r.report.NodesAfterDelete = map[string]string{}
 		for _, n := range r.c.Nodes {
 			var active string
-			if err := lc.Wait(ctx, 2*time.Minute, func() (bool, error) {
+			if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 				out, err := n.Run(ctx, "nmcli", "-g", "GENERAL.CONNECTION", "device", "show", lc.SecondNIC)
 				active = out
 				return err == nil && out == lc.SecondNIC+"-persistent", nil
@@ -424,7 +428,7 @@ func (r *run) enactment(ctx context.Context, node, policy string) (*v1beta1.Node
 // generation.
 func (r *run) waitPolicy(ctx context.Context, name, condition string, timeout time.Duration) error {
 	var last []metav1.Condition
-	err := lc.Wait(ctx, timeout, func() (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
 		if err := r.k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
 			return false, err
@@ -444,7 +448,7 @@ func (r *run) deletePolicy(ctx context.Context, name string) error {
 	if err := r.k8s.Delete(ctx, p); err != nil {
 		return err
 	}
-	return lc.Wait(ctx, time.Minute, func() (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := r.k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -452,7 +456,7 @@ func (r *run) deletePolicy(ctx context.Context, name string) error {
 
 func (r *run) expectAddress(ctx context.Context, n *lc.Node, dev, addr string) error {
 	var out string
-	err := lc.Wait(ctx, 30*time.Second, func() (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		out, _ = n.Run(ctx, "ip", "-4", "-o", "addr", "show", "dev", dev)
 		return strings.Contains(out, " "+addr+" "), nil
 	})

@@ -8,7 +8,6 @@ package localcluster
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -199,8 +198,17 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := c.startController(ctx, o, cfg.Host); err != nil {
 		return c, err
 	}
+	// What the DaemonSet puts on every node, read once.
+	helper, err := os.ReadFile(o.Binaries.Helper)
+	if err != nil {
+		return c, err
+	}
+	handler, err := os.ReadFile(o.Binaries.Handler)
+	if err != nil {
+		return c, err
+	}
 	for i, name := range o.Nodes {
-		n, err := c.addNode(ctx, o, name, i)
+		n, err := c.addNode(ctx, o.Rootfs, name, i, helper, handler)
 		if err != nil {
 			return c, fmt.Errorf("node %s: %w", name, err)
 		}
@@ -379,8 +387,8 @@ func (c *Cluster) startController(ctx context.Context, o Options, apiServer stri
 
 // addNode prepares a node's root as MCO and the DaemonSet would leave it, registers its
 // Node, and boots it.
-func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int) (*Node, error) {
-	m, err := nspawn.New(o.Rootfs, name)
+func (c *Cluster) addNode(ctx context.Context, rootfs, name string, i int, helper, handler []byte) (*Node, error) {
+	m, err := nspawn.New(rootfs, name)
 	if err != nil {
 		return nil, err
 	}
@@ -397,24 +405,12 @@ func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int) (*
 	if err != nil {
 		return nil, err
 	}
-	handlerKC := filepath.Join(c.dir, name+".kubeconfig")
+	// The node's handler reaches the API server across the fabric.
+	if err := fabric.WriteKubeconfig(filepath.Join(m.Root, handlerKubeconfig), "https://"+fabric.APIAddr, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
+		return nil, err
+	}
 	n.HandlerKubeconfig = filepath.Join(c.dir, name+"-handler-here.kubeconfig")
-	if err := fabric.WriteKubeconfig(handlerKC, "https://"+fabric.APIAddr, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
-		return nil, err
-	}
 	if err := fabric.WriteKubeconfig(n.HandlerKubeconfig, c.apiServer, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
-		return nil, err
-	}
-	kc, err := os.ReadFile(handlerKC)
-	if err != nil {
-		return nil, err
-	}
-	handler, err := os.ReadFile(o.Binaries.Handler)
-	if err != nil {
-		return nil, err
-	}
-	helper, err := os.ReadFile(o.Binaries.Helper)
-	if err != nil {
 		return nil, err
 	}
 	uuid := func(k int) string { return fmt.Sprintf("5a1b2c3d-%04x-4e5f-8a9b-%012x", i, k) }
@@ -435,7 +431,6 @@ func (c *Cluster) addNode(ctx context.Context, o Options, name string, i int) (*
 		// What the DaemonSet puts on the node: the helper and the handler (its pod).
 		{overlay.HelperBinary, string(helper), 0o755},
 		{handlerBinary, string(handler), 0o755},
-		{handlerKubeconfig, string(kc), 0o600},
 		{"/etc/systemd/system/" + HandlerUnit, fmt.Sprintf(handlerUnit, name, HandlerMetricsPort), 0o644},
 		{"/etc/hostname", name + "\n", 0o644},
 	}
@@ -562,24 +557,4 @@ func (c *Cluster) Metric(n *Node, name string) (value float64, ok bool, err erro
 		}
 	}
 	return 0, false, nil
-}
-
-// ErrTimeout is returned by Wait when the condition did not hold in time.
-var ErrTimeout = errors.New("timed out")
-
-// Wait polls cond every 250 ms until it returns true, an error, or timeout passes.
-func Wait(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ErrTimeout
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
