@@ -243,68 +243,15 @@ func kustomization(k string, files map[string]string) fstest.MapFS {
 	return fsys
 }
 
+// transformFixture is a kustomization with the transformations package deploy implements
+// on inputs deploy/ does not have (yet); the integration tier renders it with kubectl
+// kustomize too.
+const transformFixture = "testdata/transform"
+
 // The transformations kustomize documents for its namespace and images fields.
 func TestKustomizeTransformations(t *testing.T) {
-	const digest = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
-	fsys := kustomization(`
-namespace: ns1
-kind: Kustomization
-resources: [policy.yaml, all.yaml, crd.yaml]
-images:
-- {name: app, newName: reg.example/app, digest: `+digest+`}
-- {name: side, newTag: v2}
-`, map[string]string{
-		"crd.yaml": `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  conversion:
-    strategy: Webhook
-    webhook:
-      clientConfig: {service: {name: conv, namespace: elsewhere}}
-`,
-		"policy.yaml": `
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: b}
-spec: {policyName: p}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: p}
-`,
-		"all.yaml": `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, namespace: elsewhere}
-spec:
-  template:
-    spec:
-      initContainers: [{name: i, image: "app:old"}]
-      containers:
-      - {name: a, image: app}
-      - {name: b, image: "side@` + digest + `"}
-      - {name: c, image: application}
-      - {name: e, image: reg.example/app}
-      volumes: [{name: v, image: {reference: "app:1"}}]
----
-# kustomize drops empty documents
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: crb}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r}
-subjects:
-- {kind: ServiceAccount, name: default, namespace: elsewhere}
-- {kind: ServiceAccount, name: sa, namespace: elsewhere}
-- {kind: Group, name: g, apiGroup: rbac.authorization.k8s.io}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: renamed-by-kustomize}
-`,
-	})
+	const digest = "sha256:abababababababababababababababababababababababababababababababab"
+	fsys := os.DirFS(transformFixture)
 	objs, err := deploy.ObjectsFrom(fsys, deploy.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +260,7 @@ metadata: {name: renamed-by-kustomize}
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind())
 	}
-	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "RoleBinding", "ValidatingAdmissionPolicy",
 		"ValidatingAdmissionPolicyBinding", "Deployment"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Fatalf("kinds %v, want %v", kinds, wantKinds)
@@ -344,14 +291,17 @@ metadata: {name: renamed-by-kustomize}
 		{objs[2], "subjects.0.namespace", "ns1"},       // named default
 		{objs[2], "subjects.1.namespace", "elsewhere"}, // any other keeps its namespace
 		{objs[2], "subjects.2.namespace", nil},
-		{objs[3], "metadata.namespace", nil},
-		{objs[5], "metadata.namespace", "ns1"},
-		{objs[5], "spec.template.spec.initContainers.0.image", "reg.example/app@" + digest}, // a digest replaces the tag
-		{objs[5], "spec.template.spec.containers.0.image", "reg.example/app@" + digest},
-		{objs[5], "spec.template.spec.containers.1.image", "side:v2"}, // a tag replaces the digest
-		{objs[5], "spec.template.spec.containers.2.image", "application"},
-		{objs[5], "spec.template.spec.containers.3.image", "reg.example/app"},
-		{objs[5], "spec.template.spec.volumes.0.image.reference", "reg.example/app@" + digest},
+		{objs[3], "metadata.namespace", "ns1"},
+		{objs[3], "subjects.0.namespace", "ns1"},
+		{objs[3], "subjects.1.namespace", "elsewhere"},
+		{objs[4], "metadata.namespace", nil},
+		{objs[6], "metadata.namespace", "ns1"},
+		{objs[6], "spec.template.spec.initContainers.0.image", "reg.example/app@" + digest}, // a digest replaces the tag
+		{objs[6], "spec.template.spec.containers.0.image", "reg.example/app@" + digest},
+		{objs[6], "spec.template.spec.containers.1.image", "side:v2"}, // a tag replaces the digest
+		{objs[6], "spec.template.spec.containers.2.image", "application"},
+		{objs[6], "spec.template.spec.containers.3.image", "reg.example/app"},
+		{objs[6], "spec.template.spec.volumes.0.image.reference", "reg.example/app@" + digest},
 	} {
 		if got := get(c.obj, strings.Split(c.path, ".")...); got != c.want {
 			t.Errorf("%s %s: %v, want %v", id(c.obj), c.path, got, c.want)

@@ -269,71 +269,9 @@ var _ = Describe("removing nmoverlay with kubectl delete -k", Ordered, func() {
 	})
 
 	It("transforms as kubectl kustomize does beyond what deploy/ uses today", func() {
-		// The transformations package deploy implements, on inputs deploy/ does not have yet.
-		dir := GinkgoT().TempDir()
-		digest := "sha256:" + strings.Repeat("ab", 32)
-		files := map[string]string{
-			"kustomization.yaml": `
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: ns1
-resources: [all.yaml]
-images:
-- {name: app, newName: reg.example/app, digest: "` + digest + `"}
-- {name: side, newTag: v2}
-`,
-			"all.yaml": `
-apiVersion: v1
-kind: Namespace
-metadata: {name: renamed-by-kustomize}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  group: example.com
-  names: {kind: Thing, plural: things}
-  scope: Namespaced
-  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
-  conversion:
-    strategy: Webhook
-    webhook:
-      conversionReviewVersions: [v1]
-      clientConfig: {service: {name: conv, namespace: elsewhere}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: rb, namespace: elsewhere}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r}
-subjects:
-- {kind: ServiceAccount, name: default, namespace: elsewhere}
-- {kind: ServiceAccount, name: sa, namespace: elsewhere}
-- {kind: Group, name: g, apiGroup: rbac.authorization.k8s.io}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ds}
-spec:
-  selector: {matchLabels: {a: b}}
-  template:
-    metadata: {labels: {a: b}}
-    spec:
-      initContainers: [{name: i, image: "app:old"}]
-      containers:
-      - {name: a, image: app}
-      - {name: b, image: "side@` + digest + `"}
-      - {name: c, image: application}
-      volumes: [{name: v, image: {reference: "app:1"}}]
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: b}
-spec: {policyName: p, validationActions: [Deny]}
-`,
-		}
-		for name, data := range files {
-			Expect(os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644)).To(Succeed())
-		}
+		// deploy's own fixture: the transformations it implements, on inputs deploy/ does not
+		// have yet (deploy_test.go checks the results themselves).
+		dir := filepath.Join(kustomizeDir, "testdata", "transform")
 		objs, err := deploy.ObjectsFrom(os.DirFS(dir), deploy.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		want := asServed(decodeYAMLStream(kubectl(nil, "kustomize", dir)))
