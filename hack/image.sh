@@ -25,18 +25,8 @@ done
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 
-if ! command -v buildah >/dev/null 2>&1; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "image.sh: need root to install buildah" >&2
-    exit 1
-  fi
-  echo "image.sh: installing buildah" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # No recommends: crun/runc serve the default (oci) isolation and fuse-overlayfs rootless
-  # builds; the chroot isolation below needs neither.
-  apt-get install -y -qq --no-install-recommends buildah >/dev/null
-fi
+# buildah, with every other package the project needs, from Debian.
+hack/install-deps.sh
 
 # buildah's own isolation: no OCI runtime, no user namespaces, so it works inside a container
 # too. Nothing in the Containerfile runs a command; test/image's buildah run uses it.

@@ -19,6 +19,7 @@ declare -A need=(
   [mkfs.ext4]=e2fsprogs
   [bridge]=iproute2
   [netplan]=netplan.io
+  [buildah]=buildah # the image (hack/image.sh)
 )
 missing=()
 for tool in "${!need[@]}"; do
@@ -33,5 +34,6 @@ fi
 echo "install-deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# --no-install-recommends keeps NetworkManager from pulling in wpasupplicant, ModemManager...
+# --no-install-recommends keeps NetworkManager from pulling in wpasupplicant, ModemManager...,
+# and buildah crun/runc and fuse-overlayfs: hack/image.sh's chroot isolation needs none.
 apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
