@@ -6,7 +6,7 @@ BIN       := bin
 GOFLAGS_BUILD := -trimpath -ldflags=-s\ -w
 export CGO_ENABLED := 0
 
-.PHONY: verify-generated kubectl image test-image all build test test-unit test-integration test-node test-boot test-vm vm-image bench demo generate lint deps rootfs envtest clean
+.PHONY: verify-generated kubectl image test-image all build test test-unit test-integration test-node test-faults test-boot test-vm vm-image bench demo generate lint deps rootfs envtest clean
 
 all: build
 
@@ -14,7 +14,7 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/...
 
 # Every tier. Under CI=true a tier that cannot run fails instead of skipping.
-test: lint test-unit test-integration test-image test-node test-boot test-vm
+test: lint test-unit test-integration test-image test-node test-faults test-boot test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -30,7 +30,8 @@ kubectl:
 
 # Real kube-apiserver and etcd, built from the Go module proxy once and cached.
 test-integration: envtest kubectl
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" $(GO) test -count=1 -tags integration ./test/integration/... ./test/apiload/...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" $(GO) test -count=1 -tags integration ./test/integration/... -ginkgo.label-filter='!faults'
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -tags integration ./test/apiload/...
 
 # The container image (FROM scratch, the static binaries) with buildah; no Docker engine.
 # IMAGE=... names it; prints the image reference.
@@ -44,7 +45,16 @@ test-image:
 
 # Real NetworkManager over D-Bus and real overlayfs, in the test's own namespaces.
 test-node: deps envtest
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/... -ginkgo.label-filter='!faults'
+
+# Faults injected for real on a node-tier node whose handler runs as its own process:
+# NetworkManager restarted or killed mid-transaction, the handler killed, another tool's
+# checkpoint, the API server unreachable, a write into the lower dir, a full tmpfs; and the
+# rollout's (integration tier): a handler restarted while it waits for a slot, the
+# controller's leader killed, a node deleted. Each asserts the contract (README).
+test-faults: deps envtest
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 15m -v -tags node ./test/node/... -ginkgo.label-filter=faults -ginkgo.v
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 10m -v -tags integration ./test/integration/... -ginkgo.label-filter=faults -ginkgo.v
 
 rootfs: deps
 	@hack/rootfs.sh >/dev/null

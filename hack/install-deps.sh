@@ -20,6 +20,7 @@ declare -A need=(
   [bridge]=iproute2
   [netplan]=netplan.io
   [buildah]=buildah # the image (hack/image.sh)
+  [iptables]=iptables # the fault tier drops API traffic in the fabric
 )
 missing=()
 for tool in "${!need[@]}"; do

@@ -54,3 +54,22 @@ func writeDegraded(l Layout, d Degraded) error {
 	}
 	return WriteFileAtomic(l.DegradedMarker(), append(b, '\n'), 0o644)
 }
+
+// InUse says why policies must not be applied on this node now ("" when they may): the
+// degraded marker (the overlay is not verified in this boot), or a write into the lower
+// dir since setup (what overlayfs then shows is undefined). The handler asks before each
+// pass and the NodeNetworkState reports it.
+func InUse(l Layout) (string, error) {
+	d, err := ReadDegraded(l)
+	if err != nil {
+		return "", err
+	}
+	if d != nil {
+		return d.Reason, nil
+	}
+	changed, _, err := LowerChanged(l)
+	if err != nil {
+		return "", err
+	}
+	return changed, nil
+}

@@ -100,6 +100,13 @@ func (l Layout) NMEnvFile() string { return filepath.Join(l.RunDir, "NetworkMana
 // overlay; a difference later means something wrote to lower while mounted.
 func (l Layout) LowerManifest() string { return filepath.Join(l.RunDir, "lower.manifest") }
 
+// CheckpointRecord is where the handler's engine notes its open NetworkManager checkpoint
+// (networkmanager.ApplyOptions.CheckpointRecord): on tmpfs, since checkpoints do not
+// outlive a boot, in a dir of its own that the handler's pod may write.
+func (l Layout) CheckpointRecord() string {
+	return filepath.Join(l.RunDir, "handler", "checkpoint.json")
+}
+
 // MountUnit is the systemd mount unit's name, derived from Where= as systemd requires.
 func (l Layout) MountUnit() string { return unit.UnitNamePathEscape(l.Merged()) + ".mount" }
 

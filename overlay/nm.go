@@ -2,7 +2,10 @@ package overlay
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -18,15 +21,24 @@ const (
 // honoured, which is how tests point it at a private bus).
 type NM struct{ conn *dbus.Conn }
 
-// ConnectNM returns nil, nil when no bus or no NetworkManager is there: before
-// NetworkManager starts is the helper's normal case.
+// ConnectNM returns nil, nil when there is no system bus yet (its socket is missing) or
+// NetworkManager does not own its name on it: before NetworkManager starts is the helper's
+// normal case. Any other failure (a bus that refuses us, a call that fails) is an error:
+// "not running" must never stand in for "could not tell".
 func ConnectNM(ctx context.Context) (*NM, error) {
 	conn, err := dbus.ConnectSystemBus(dbus.WithContext(ctx))
 	if err != nil {
-		return nil, nil
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("connecting to the system bus: %w", err)
 	}
 	var has bool
-	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, nmBusName).Store(&has); err != nil || !has {
+	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, nmBusName).Store(&has); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("asking the system bus whether NetworkManager runs: %w", err)
+	}
+	if !has {
 		conn.Close()
 		return nil, nil
 	}

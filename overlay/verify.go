@@ -109,19 +109,12 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 	}
 	add(CheckTmpfs, tmpfsOK, "%s", strings.Join(detail, "; "))
 
-	if want, err := loadManifest(l.LowerManifest()); err == nil {
-		now, err := ReadManifest(l.Lower)
-		switch {
-		case err != nil:
-			add(CheckLowerStable, false, "reading %s: %v", l.Lower, err)
-		case len(want.Diff(now)) > 0:
-			add(CheckLowerStable, false, "%s was written while the overlay was mounted (undefined for overlayfs; reboot to see it consistently): %s",
-				l.Lower, strings.Join(want.Diff(now), ", "))
-		default:
-			add(CheckLowerStable, true, "%s unchanged since setup (%d entries)", l.Lower, len(now))
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		add(CheckLowerStable, false, "reading %s: %v", l.LowerManifest(), err)
+	if changed, entries, err := LowerChanged(l); err != nil {
+		add(CheckLowerStable, false, "%v", err)
+	} else if changed != "" {
+		add(CheckLowerStable, false, "%s", changed)
+	} else if entries >= 0 {
+		add(CheckLowerStable, true, "%s unchanged since setup (%d entries)", l.Lower, entries)
 	}
 
 	enabled := fileExists(l.NMEnvFile())
@@ -171,7 +164,11 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 // its configuration is read at start, so the files alone do not prove it.
 func verifyRunningNM(ctx context.Context, l Layout, add func(string, bool, string, ...any)) {
 	nm, err := ConnectNM(ctx)
-	if err != nil || nm == nil {
+	if err != nil {
+		add(CheckNMRunning, false, "%v", err)
+		return
+	}
+	if nm == nil {
 		add(CheckNMRunning, true, "NetworkManager is not running")
 		return
 	}
@@ -236,4 +233,27 @@ func fileExists(p string) bool {
 func isMountpoint(path string) bool {
 	m, err := mountAt(path)
 	return err == nil && m != nil
+}
+
+// LowerChanged says how the lower dir differs from what setup saw ("" when it does not):
+// a write into it while the overlay is mounted is undefined for overlayfs, and is how
+// MCO's Option C zeroed files (#2362). entries is how many it holds, -1 when setup saved
+// no manifest (the overlay is not set up in this boot).
+func LowerChanged(l Layout) (changed string, entries int, err error) {
+	want, err := loadManifest(l.LowerManifest())
+	if errors.Is(err, os.ErrNotExist) {
+		return "", -1, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("reading %s: %w", l.LowerManifest(), err)
+	}
+	now, err := ReadManifest(l.Lower)
+	if err != nil {
+		return "", 0, fmt.Errorf("reading %s: %w", l.Lower, err)
+	}
+	if d := want.Diff(now); len(d) > 0 {
+		return fmt.Sprintf("%s was written while the overlay was mounted (undefined for overlayfs; reboot to see it consistently): %s",
+			l.Lower, strings.Join(d, ", ")), len(now), nil
+	}
+	return "", len(now), nil
 }

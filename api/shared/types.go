@@ -61,3 +61,9 @@ const (
 	NodeLabel   = "nmstate.io/node"
 	PolicyLabel = "nmstate.io/policy"
 )
+
+// EnactmentKey is the name of a node's enactment of a policy, as kubernetes-nmstate names
+// it. With dots in names two pairs can share it (worker + a.x, worker.a + x): the second
+// node's handler then uses this name with a random suffix, and finds its enactments by
+// their labels, never by name.
+func EnactmentKey(node, policy string) string { return node + "." + policy }

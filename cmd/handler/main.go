@@ -6,17 +6,22 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,6 +38,7 @@ import (
 // options are the handler's flags.
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
+	probeTimeout                                                           time.Duration
 }
 
 func main() {
@@ -45,6 +51,8 @@ func main() {
 		"file naming the running boot: every policy is re-applied when it changes")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8089", `address serving Prometheus metrics ("0" disables)`)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8090", `address serving /healthz and /readyz ("0" disables)`)
+	flag.DurationVar(&o.probeTimeout, "probe-timeout", 45*time.Second,
+		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -94,32 +102,60 @@ func run(o options) error {
 		Client:   mgr.GetClient(),
 		NodeName: nodeName,
 		// NetworkManager rolls the checkpoint back by itself if this process dies; its
-		// timeout must outlast activation (30 s) and the probes (probeTimeout), or it fires
-		// while the probes still wait.
+		// timeout must outlast activation (30 s) and the probes (which share one deadline),
+		// or it fires while the probes still wait.
 		Engine: node.Reconnecting{Engine: node.NetworkManager{Client: nm,
-			Options: networkmanager.ApplyOptions{RollbackTimeout: 30*time.Second + probeTimeout + 30*time.Second}}, CloseAll: dialer.CloseAll},
+			Options: networkmanager.ApplyOptions{RollbackTimeout: 30*time.Second + o.probeTimeout + 30*time.Second,
+				CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
-		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost),
+		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost, o.probeTimeout),
 		BootID: func() (string, error) {
 			b, err := os.ReadFile(o.bootIDFile)
 			return strings.TrimSpace(string(b)), err
 		},
-		Degraded: func() (string, error) {
-			d, err := overlay.ReadDegraded(layout)
-			if err != nil || d == nil {
-				return "", err
-			}
-			return d.Reason, nil
-		},
+		Degraded: func() (string, error) { return overlay.InUse(layout) },
 	}
-	if err := h.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	changes, err := nm.Changes(ctx)
+	// A write into the lower dir while mounted makes the node refuse policies and report
+	// it at once, not at the next policy change.
+	lowerChanged, err := overlay.WatchLower(ctx, layout)
 	if err != nil {
 		return err
 	}
+	wake := make(chan event.GenericEvent, 1)
+	h.Wake = wake
+	if err := h.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	nmChanges, err := nm.Changes(ctx)
+	if err != nil {
+		return err
+	}
+	changes := make(chan struct{}, 1)
+	go func() {
+		defer close(changes)
+		for {
+			select {
+			case _, ok := <-nmChanges:
+				if !ok {
+					return
+				}
+			case _, ok := <-lowerChanged:
+				if !ok {
+					return
+				}
+				ctrl.Log.Info("the persistent keyfile dir changed while the overlay is mounted", "node", nodeName, "dir", layout.Lower)
+				select {
+				case wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}}:
+				default:
+				}
+			}
+			select {
+			case changes <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	if err := mgr.Add(&node.Reporter{
 		Client: mgr.GetClient(), NodeName: nodeName, Show: nm.Show, Changes: changes, NMVersion: nm.Version,
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
@@ -129,14 +165,12 @@ func run(o options) error {
 	return mgr.Start(ctx)
 }
 
-// probeTimeout bounds how long a probe may take to pass after an apply (a bridge's
-// forwarding delay, a bond's negotiation); the network is rolled back after it.
-const probeTimeout = 45 * time.Second
-
 // probes are the checks between apply and commit; each is used only if it passes before
 // the apply (a gateway that was already unreachable does not block every policy).
-func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string) probe.Set {
-	set := probe.Set{Timeout: probeTimeout, Probes: []probe.Probe{
+// timeout bounds how long the probes may take to pass after an apply (a bridge's forwarding
+// delay, a bond's negotiation); the network is rolled back after it.
+func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string, timeout time.Duration) probe.Set {
+	set := probe.Set{Timeout: timeout, Probes: []probe.Probe{
 		probe.Ping("default-gateway", func(ctx context.Context) (netip.Addr, error) { return defaultGateway(ctx, nm) }),
 		probe.APIServer(cfg),
 		probe.NodeReady(reader, nodeName),
@@ -154,6 +188,27 @@ func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, n
 	return set
 }
 
+// alive asks the API server its version over the manager's own connections (the ones its
+// watches use): an answer proves them alive.
+func alive(cfg *rest.Config, hc *http.Client) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/version", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /version: %s", resp.Status)
+		}
+		return nil
+	}
+}
+
 // defaultGateway is the default route's next hop NetworkManager reports now.
 func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr, error) {
 	s, err := nm.Show(ctx)
@@ -167,12 +222,12 @@ func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr,
 // degraded, and every profile that lives only in the tmpfs layer, owned by a policy or not.
 func overlayStatus(layout overlay.Layout) (*v1beta1.OverlayStatus, error) {
 	st := &v1beta1.OverlayStatus{}
-	d, err := overlay.ReadDegraded(layout)
+	why, err := overlay.InUse(layout)
 	if err != nil {
 		return nil, err
 	}
-	if d != nil {
-		st.Degraded = d.Reason
+	if why != "" {
+		st.Degraded = why
 		return st, nil
 	}
 	changes, err := overlay.Status(layout)

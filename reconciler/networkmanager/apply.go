@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
@@ -26,6 +27,12 @@ type ApplyOptions struct {
 	// profiles. The reconciler applies a node's merged policies this way, so a deleted
 	// policy's changes go away.
 	Prune bool
+	// CheckpointRecord is a file (on tmpfs: checkpoints do not outlive a boot) where the
+	// engine notes its open checkpoint, so that one left by a process that died mid-apply
+	// is rolled back at the next Apply. Every checkpoint not noted there is another
+	// tool's: never rolled back, waited for (*CheckpointBusyError). Empty: no note; a
+	// stale checkpoint of ours then blocks until its RollbackTimeout.
+	CheckpointRecord string
 }
 
 func (o ApplyOptions) withDefaults() ApplyOptions {
@@ -41,19 +48,47 @@ func (o ApplyOptions) withDefaults() ApplyOptions {
 // Transaction is an applied, verified, not yet committed change.
 type Transaction struct {
 	c          *Client
-	checkpoint dbus.ObjectPath
+	checkpoint checkpointID
+	record     record
+	desired    state.State
 }
 
-// Commit keeps the change: the checkpoint is destroyed.
+// Commit keeps the change: the checkpoint is destroyed. If NetworkManager lost the
+// checkpoint meanwhile (it restarted: the profiles, saved in the tmpfs layer, came back
+// with it), the state read back decides: the change is committed if it is still fully in
+// effect, else *CheckpointLostError.
 func (t *Transaction) Commit(ctx context.Context) error {
-	if err := t.c.call(ctx, nmPath, nmIface+".CheckpointDestroy", t.checkpoint).Err; err != nil {
+	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
+		_ = t.record.clear() // it notes a checkpoint that no longer exists
+		current, err := t.c.Show(ctx)
+		if err != nil {
+			return &CheckpointLostError{Op: "commit", Why: why + "; reading the state back: " + err.Error()}
+		}
+		if diffs := state.Verify(t.desired, current); len(diffs) > 0 {
+			return &CheckpointLostError{Op: "commit", Why: why + "; the change is no longer in effect: " + strings.Join(diffs, "; ")}
+		}
+		logr.FromContextOrDiscard(ctx).Info("checkpoint lost, but the change is fully in effect: committed", "checkpoint", t.checkpoint.String(), "reason", why)
+		return nil
+	}
+	if err := t.c.call(ctx, nmPath, nmIface+".CheckpointDestroy", t.checkpoint.Path).Err; err != nil {
 		return fmt.Errorf("committing (CheckpointDestroy %s): %w", t.checkpoint, err)
 	}
-	return nil
+	return t.record.clear()
 }
 
-// Rollback restores every device and profile as they were before Apply.
-func (t *Transaction) Rollback(ctx context.Context) error { return t.c.rollback(ctx, t.checkpoint) }
+// Rollback restores every device and profile as they were before Apply. If the
+// checkpoint is gone (*CheckpointLostError) nothing was restored: the caller must.
+func (t *Transaction) Rollback(ctx context.Context) error {
+	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
+		_ = t.record.clear()
+		return &CheckpointLostError{Op: "roll back", Why: why}
+	}
+	err := t.c.rollback(ctx, t.checkpoint.Path)
+	if cerr := t.record.clear(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
 	var result map[string]uint32
@@ -67,12 +102,14 @@ func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
 		}
 	}
 	if len(failed) > 0 {
+		sort.Strings(failed)
 		return fmt.Errorf("rollback failed for devices %s", strings.Join(failed, ", "))
 	}
 	return nil
 }
 
-// ApplyError says what did not converge; the change was rolled back.
+// ApplyError says what did not converge; the change was rolled back, unless RollbackErr
+// says otherwise.
 type ApplyError struct {
 	Reason      string
 	RollbackErr error
@@ -86,25 +123,28 @@ func (e *ApplyError) Error() string {
 	return msg
 }
 
+func (e *ApplyError) Unwrap() error { return e.RollbackErr }
+
 // Apply applies desired in one checkpoint: profiles are added or updated (saved to disk,
 // so under nmoverlay they land in the tmpfs layer), activated in dependency order, and the
 // result is verified against desired. On any failure everything is rolled back and an
 // *ApplyError says what did not converge; on success the caller commits or rolls back.
+// While another tool holds a checkpoint nothing is changed (*CheckpointBusyError).
 func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptions) (*Transaction, error) {
 	opts = opts.withDefaults()
 	ordered, err := state.Order(desired)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.clearStaleCheckpoints(ctx); err != nil {
+	rec := record(opts.CheckpointRecord)
+	if err := c.prepare(ctx, rec); err != nil {
 		return nil, err
 	}
-	var cp dbus.ObjectPath
-	flags := uint32(checkpointDeleteNewConnections | checkpointDisconnectNewDevices)
-	if err := c.call(ctx, nmPath, nmIface+".CheckpointCreate", []dbus.ObjectPath{}, uint32(opts.RollbackTimeout/time.Second), flags).Store(&cp); err != nil {
-		return nil, fmt.Errorf("creating a checkpoint: %w", err)
+	cp, err := c.createCheckpoint(ctx, rec, opts.RollbackTimeout)
+	if err != nil {
+		return nil, err
 	}
-	tx := &Transaction{c: c, checkpoint: cp}
+	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
 	fail := func(reason string) (*Transaction, error) {
 		// The rollback must happen even if ctx is done.
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -122,21 +162,6 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		return fail("did not converge: " + strings.Join(diffs, "; "))
 	}
 	return tx, nil
-}
-
-// clearStaleCheckpoints rolls back checkpoints left by a process that died mid-apply
-// (nmstate's "rollback before apply"): what they guard was never committed.
-func (c *Client) clearStaleCheckpoints(ctx context.Context) error {
-	var cps []dbus.ObjectPath
-	if err := c.prop(nmPath, nmIface, "Checkpoints", &cps); err != nil {
-		return err
-	}
-	for _, cp := range cps {
-		if err := c.rollback(ctx, cp); err != nil {
-			return fmt.Errorf("clearing a stale checkpoint: %w", err)
-		}
-	}
-	return nil
 }
 
 // profile is one connection profile NetworkManager holds.
@@ -227,20 +252,34 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 		if typ == state.Veth && it.Veth == nil {
 			typ = state.Ethernet // an existing veth end is configured like any Ethernet device
 		}
-		// What the interface runs now is the base for what the desired state leaves out.
+		// What the desired state leaves out is kept (nmstate's partial states) from the
+		// interface's profile. With Prune the desired state is the whole of what the engine
+		// wants, so an owned profile is rebuilt on the profile the interface ran before the
+		// engine took it, never on itself: what earlier desired states put on it and this one
+		// no longer names (a deleted policy's route or address) goes. Without Prune, states
+		// add up as nmstate's do: the owned profile is the base.
 		var base settings
+		baseUUID := ""
 		uuid := newUUID()
 		if p, ok := owned[it.Name]; ok {
-			base, uuid = p.settings, p.settings.str("connection", "uuid")
+			uuid = p.settings.str("connection", "uuid")
+			baseUUID = p.settings.userData(BaseKey)
+			if !opts.Prune {
+				base = p.settings
+			} else if b, ok := baseOf(p, profiles); ok {
+				base, baseUUID = b.settings, b.settings.str("connection", "uuid")
+			} else {
+				baseUUID = ""
+			}
 		} else if hasDev && dev.active != "" && dev.active != "/" {
 			var connPath dbus.ObjectPath
 			if c.prop(dev.active, activeIface, "Connection", &connPath) == nil {
 				if p, ok := byPath[connPath]; ok {
-					base = p.settings
+					base, baseUUID = p.settings, p.settings.str("connection", "uuid")
 				}
 			}
 		}
-		want, err := buildProfile(it, typ, base, plans[it.Name], uuid)
+		want, err := buildProfile(it, typ, base, baseUUID, plans[it.Name], uuid)
 		if err != nil {
 			return err
 		}
@@ -270,6 +309,26 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 		targets = append(targets, t)
 	}
 	return c.waitActivated(ctx, targets, opts.ActivationTimeout)
+}
+
+// baseOf finds the profile an owned profile was built on: the one its BaseKey names, or,
+// for a profile noted before BaseKey existed, a foreign profile bound to the same
+// interface. ok is false when it was built on nothing (a new interface).
+func baseOf(owned profile, profiles []profile) (profile, bool) {
+	want, noted := owned.settings.userDataOK(BaseKey)
+	name := owned.settings.str("connection", "interface-name")
+	for _, p := range profiles {
+		if p.settings.owned() {
+			continue
+		}
+		if noted && want != "" && p.settings.str("connection", "uuid") == want {
+			return p, true
+		}
+		if !noted && p.settings.str("connection", "interface-name") == name {
+			return p, true
+		}
+	}
+	return profile{}, false
 }
 
 // activation is a profile being activated on an interface.

@@ -14,19 +14,20 @@ import (
 
 // D-Bus names of NetworkManager's API (org.freedesktop.NetworkManager(5)).
 const (
-	busName        = "org.freedesktop.NetworkManager"
-	nmPath         = "/org/freedesktop/NetworkManager"
-	nmIface        = "org.freedesktop.NetworkManager"
-	settingsPath   = "/org/freedesktop/NetworkManager/Settings"
-	settingsIface  = "org.freedesktop.NetworkManager.Settings"
-	connIface      = "org.freedesktop.NetworkManager.Settings.Connection"
-	deviceIface    = "org.freedesktop.NetworkManager.Device"
-	activeIface    = "org.freedesktop.NetworkManager.Connection.Active"
-	ip4Iface       = "org.freedesktop.NetworkManager.IP4Config"
-	ip6Iface       = "org.freedesktop.NetworkManager.IP6Config"
-	dnsManagerPath = "/org/freedesktop/NetworkManager/DnsManager"
-	dnsIface       = "org.freedesktop.NetworkManager.DnsManager"
-	propsIface     = "org.freedesktop.DBus.Properties"
+	busName         = "org.freedesktop.NetworkManager"
+	nmPath          = "/org/freedesktop/NetworkManager"
+	nmIface         = "org.freedesktop.NetworkManager"
+	settingsPath    = "/org/freedesktop/NetworkManager/Settings"
+	settingsIface   = "org.freedesktop.NetworkManager.Settings"
+	connIface       = "org.freedesktop.NetworkManager.Settings.Connection"
+	deviceIface     = "org.freedesktop.NetworkManager.Device"
+	activeIface     = "org.freedesktop.NetworkManager.Connection.Active"
+	checkpointIface = "org.freedesktop.NetworkManager.Checkpoint"
+	ip4Iface        = "org.freedesktop.NetworkManager.IP4Config"
+	ip6Iface        = "org.freedesktop.NetworkManager.IP6Config"
+	dnsManagerPath  = "/org/freedesktop/NetworkManager/DnsManager"
+	dnsIface        = "org.freedesktop.NetworkManager.DnsManager"
+	propsIface      = "org.freedesktop.DBus.Properties"
 )
 
 // Flags of AddConnection2/Update2 and CheckpointCreate.
@@ -52,6 +53,10 @@ const OwnerValue = "engine"
 // the same input again changes nothing, whatever defaults NetworkManager leaves out when
 // it returns the profile.
 const InputKey = "nmoverlay.input"
+
+// BaseKey records, on an owned profile, the UUID of the profile it was built on (the one
+// the interface ran before; "" for none): it is rebuilt on that base each time.
+const BaseKey = "nmoverlay.base"
 
 // Client is a connection to one NetworkManager.
 type Client struct {
@@ -126,12 +131,18 @@ func (s settings) str(section, key string) string {
 }
 
 func (s settings) userData(key string) string {
+	v, _ := s.userDataOK(key)
+	return v
+}
+
+func (s settings) userDataOK(key string) (string, bool) {
 	v, ok := s["user"]["data"]
 	if !ok {
-		return ""
+		return "", false
 	}
 	data, _ := v.Value().(map[string]string)
-	return data[key]
+	val, ok := data[key]
+	return val, ok
 }
 
 func (s settings) owned() bool { return s.userData(OwnerKey) == OwnerValue }

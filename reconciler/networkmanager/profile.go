@@ -45,7 +45,7 @@ type plan struct {
 // buildProfile makes the owned profile for it. base is the profile in use on that interface
 // now (owned or not) or nil: what the desired state does not name is kept from it, as
 // nmstate does for partial states. uuid is the owned profile's uuid (new or kept).
-func buildProfile(it state.Interface, typ state.InterfaceType, base settings, p plan, uuid string) (settings, error) {
+func buildProfile(it state.Interface, typ state.InterfaceType, base settings, baseUUID string, p plan, uuid string) (settings, error) {
 	s := settings{}
 	if base != nil && base.str("connection", "type") == connType[typ] {
 		for sec, kv := range base {
@@ -74,7 +74,7 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, p 
 	// Above the persistent profiles (priority 0), so after a restart of NetworkManager
 	// the owned profile wins the interface as it did when applied.
 	s.set("connection", "autoconnect-priority", int32(100))
-	user := map[string]string{OwnerKey: OwnerValue, InputKey: inputDigest(it, typ, p)}
+	user := map[string]string{OwnerKey: OwnerValue, InputKey: inputDigest(it, typ, baseUUID, p), BaseKey: baseUUID}
 	if it.Description != nil {
 		user["nmstate.interface.description"] = *it.Description
 	}
@@ -188,14 +188,15 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, p 
 }
 
 // inputDigest identifies what a profile is built from.
-func inputDigest(it state.Interface, typ state.InterfaceType, p plan) string {
+func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p plan) string {
 	in := struct {
 		Interface state.Interface
 		Type      state.InterfaceType
+		Base      string
 		Port      *portInput
 		Routes    []state.Route
 		DNS       *state.DNSConfig
-	}{Interface: it, Type: typ, Routes: p.routes, DNS: p.dns}
+	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes, DNS: p.dns}
 	if p.port != nil {
 		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,10 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
@@ -70,12 +73,28 @@ type Handler struct {
 	// a handler that died mid-apply frees its slot after it. Default 5 minutes.
 	SlotTimeout time.Duration
 
+	// Wake, when set, starts a pass from outside the API: the lower dir changed.
+	Wake <-chan event.GenericEvent
+
 	started time.Time // for the boot re-convergence metric
 	// failures: policies whose apply failed, by name; in memory (a restarted handler
 	// tries once at once). One worker: no lock.
 	failures map[string]failure
 	// committed: the boot and the state of the last commit in this process.
 	committed string
+	// last: the state last committed (or restored) in this process, and in which boot.
+	last struct {
+		boot  string
+		state state.State
+	}
+	// keptProbes: probes that passed before an apply that did not end in a commit. They
+	// stay in force until a commit, even if they fail before the next apply: that apply may
+	// be what restores them, and a probe dropped because our own change broke it would let
+	// the next try commit a broken network.
+	keptProbes map[string]bool
+	// unrestored: NetworkManager could not roll back an apply (its checkpoint was lost)
+	// and restoring the last committed state failed too; every pass tries again first.
+	unrestored string
 }
 
 // pendingRetry is how often a node waiting for a rollout slot asks again (each time two
@@ -84,6 +103,13 @@ const pendingRetry = 4 * time.Second
 
 // degradedRetry is how often a node refusing policies checks its overlay again.
 const degradedRetry = 30 * time.Second
+
+// busyRetry is how often a node waiting for another tool's checkpoint looks again.
+const busyRetry = 2 * time.Second
+
+// restoreRetry is how often a node that could not restore its last committed state tries
+// again (NetworkManager may be restarting).
+const restoreRetry = 2 * time.Second
 
 // CacheOptions scope the handler's cache to its own node: its Node, its enactments and
 // its NodeNetworkState; policies are cluster-wide.
@@ -101,7 +127,7 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: h.NodeName}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("node-handler").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, toNode, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -111,8 +137,11 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
-		})).
-		Complete(h)
+		}))
+	if h.Wake != nil {
+		b = b.WatchesRawSource(source.Channel(h.Wake, toNode))
+	}
+	return b.Complete(h)
 }
 
 // Reconcile brings the node to the merged state of its policies when anything is not
@@ -251,6 +280,14 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		return h.refuse(ctx, w, v)
 	}
 	overlayDegraded.Set(0)
+	if h.unrestored != "" {
+		// The node may run a change that was never committed: nothing else until it is
+		// back on the last committed state.
+		if err := h.restore(ctx, v); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "restoring the last committed state", "node", h.NodeName)
+			return reconcile.Result{RequeueAfter: restoreRetry}, nil
+		}
+	}
 	plan := MakePlan(v.selected)
 	if h.upToDate(plan, v) {
 		return reconcile.Result{}, nil
@@ -312,9 +349,15 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	if key := v.boot + "/" + string(digest); key != h.committed {
 		// The engine is idempotent, but a pass that changes nothing (a retry that leaves
 		// a failed policy out) need not cost a transaction and the probes.
-		if applyErr = h.apply(ctx, apply.Apply); applyErr == nil {
+		if applyErr = h.apply(ctx, v, apply.Apply); applyErr == nil {
 			h.committed = key
 		}
+	}
+	var busy *networkmanager.CheckpointBusyError
+	if errors.As(applyErr, &busy) {
+		// Another tool's transaction: nothing was changed and nobody failed. Say so on
+		// what waits, and look again soon.
+		return reconcile.Result{RequeueAfter: wait.Jitter(busyRetry, 0.5)}, h.reportBusy(ctx, w, v, apply, current, inEffect, busy)
 	}
 	if applyErr == nil && newBoot {
 		bootReconvergence.Set(time.Since(h.started).Seconds())
@@ -344,29 +387,146 @@ func (h *Handler) event(policy *nmstatev1.NodeNetworkConfigurationPolicy, node *
 }
 
 // apply applies desired, probes the node and commits, or rolls back when a probe that
-// passed before the apply fails after it.
-func (h *Handler) apply(ctx context.Context, desired state.State) error {
+// passed before the apply fails after it. When NetworkManager cannot roll back (it
+// restarted and lost the checkpoint) or cannot commit, the last committed state is
+// applied again at once, so the node never stays on a change nobody committed.
+func (h *Handler) apply(ctx context.Context, v *nodeView, desired state.State) error {
 	start := time.Now()
 	result := "failed"
-	defer func() { applyDuration.WithLabelValues(result).Observe(time.Since(start).Seconds()) }()
-	healthy := h.Probes.Baseline(ctx)
+	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot)
+	defer func() {
+		applyDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+		log.Info("apply ended", "result", result, "duration", time.Since(start).Round(time.Millisecond).String())
+	}()
+	log.Info("applying the node's policies", "interfaces", len(desired.Interfaces))
+	healthy := h.baseline(ctx)
 	tx, err := h.Engine.Apply(ctx, desired)
 	if err != nil {
+		if errors.As(err, new(*networkmanager.CheckpointBusyError)) {
+			return err // nothing was changed
+		}
 		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge
+		h.keepProbes(healthy)
+		var applyErr *networkmanager.ApplyError
+		if errors.As(err, &applyErr) && applyErr.RollbackErr != nil {
+			return h.restored(ctx, v, err)
+		}
 		return err
 	}
 	if err := h.Probes.Verify(ctx, healthy); err != nil {
 		rollbacks.WithLabelValues("probe").Inc()
+		h.keepProbes(healthy)
 		if rbErr := tx.Rollback(ctx); rbErr != nil {
-			return probeFailure{fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr)}
+			return probeFailure{h.restored(ctx, v, fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr))}
 		}
 		result = "rolled_back"
 		return probeFailure{fmt.Errorf("%w; rolled back", err)}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return err
+		h.keepProbes(healthy)
+		return h.restored(ctx, v, err)
 	}
 	result = "committed"
+	h.keptProbes = nil
+	h.last.boot, h.last.state = v.boot, desired
+	return nil
+}
+
+// baseline is the probes to check after this apply: those passing now, and those kept
+// from an apply that did not commit.
+func (h *Handler) baseline(ctx context.Context) []probe.Probe {
+	healthy := h.Probes.Baseline(ctx)
+	in := map[string]bool{}
+	for _, p := range healthy {
+		in[p.Name()] = true
+	}
+	for _, p := range h.Probes.Probes {
+		if h.keptProbes[p.Name()] && !in[p.Name()] {
+			healthy = append(healthy, p)
+		}
+	}
+	return healthy
+}
+
+func (h *Handler) keepProbes(probes []probe.Probe) {
+	if h.keptProbes == nil {
+		h.keptProbes = map[string]bool{}
+	}
+	for _, p := range probes {
+		h.keptProbes[p.Name()] = true
+	}
+}
+
+// restored restores the last committed state after cause (a rollback or commit that
+// NetworkManager could not do) and says what happened.
+func (h *Handler) restored(ctx context.Context, v *nodeView, cause error) error {
+	h.committed = ""
+	h.unrestored = cause.Error()
+	if err := h.restore(ctx, v); err != nil {
+		return fmt.Errorf("%w; restoring the last committed state failed too (%v): retrying every %s", cause, err, restoreRetry)
+	}
+	return fmt.Errorf("%w; restored the last committed state instead", cause)
+}
+
+// restore applies the last committed state again and commits it without probes: it
+// passed them when it was committed, and nothing better is known.
+func (h *Handler) restore(ctx context.Context, v *nodeView) error {
+	last := h.lastCommitted(v)
+	tx, err := h.Engine.Apply(ctx, last)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("restored the last committed state", "node", h.NodeName, "after", h.unrestored)
+	h.unrestored = ""
+	h.last.boot, h.last.state = v.boot, last
+	digest, _ := json.Marshal(last)
+	h.committed = v.boot + "/" + string(digest)
+	return nil
+}
+
+// lastCommitted is the state last committed on the node in this boot: this process's own
+// record, or, after a restart, what the enactments Available in this boot applied
+// (status.desiredState); in a new boot, nothing (the persistent profiles).
+func (h *Handler) lastCommitted(v *nodeView) state.State {
+	if h.last.boot == v.boot {
+		return h.last.state
+	}
+	var pols []Policy
+	for name, e := range v.existing {
+		if e.Status.BootID == v.boot && IsTrue(e, shared.EnactmentAvailable, "") && len(e.Status.DesiredState.Raw) > 0 {
+			pols = append(pols, Policy{Name: name, DesiredState: e.Status.DesiredState.Raw})
+		}
+	}
+	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
+	return MakePlan(pols).Apply
+}
+
+// reportBusy says on each policy this pass would have applied anew that it waits for
+// another tool's checkpoint; a claimed rollout slot stays claimed (Progressing).
+func (h *Handler) reportBusy(ctx context.Context, w *readyourwrites.Writes, v *nodeView, apply Plan,
+	current, inEffect map[string]bool, busy *networkmanager.CheckpointBusyError) error {
+	ctrl.LoggerFrom(ctx).Info("waiting for another tool's NetworkManager checkpoint", "node", h.NodeName, "checkpoint", busy.Path)
+	for _, name := range apply.Applied {
+		if !current[name] || inEffect[name] {
+			continue
+		}
+		e, err := h.enactment(ctx, w, v, name)
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing); c != nil &&
+			c.Status == metav1.ConditionTrue && c.Message == busy.Error() {
+			continue
+		}
+		SetProgressing(e, busy.Error())
+		e.Status.PolicyGeneration = v.generation[name]
+		if err := h.updateStatus(ctx, w, e); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -528,19 +688,58 @@ func (h *Handler) enactment(ctx context.Context, w *readyourwrites.Writes, v *no
 	if e, ok := v.existing[policy]; ok {
 		return e, nil
 	}
-	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{
-		Name:   h.NodeName + "." + policy,
-		Labels: map[string]string{shared.NodeLabel: h.NodeName, shared.PolicyLabel: policy},
-	}}
-	if err := controllerutil.SetOwnerReference(v.node, e, h.Client.Scheme()); err != nil {
-		return nil, err
+	e, err := h.createEnactment(ctx, v, policy, shared.EnactmentKey(h.NodeName, policy))
+	if apierrors.IsAlreadyExists(err) {
+		// Ours, created by a pass the cache has not caught up with; or another node's:
+		// <node>.<policy> is ambiguous when names hold dots (node worker with policy a.x,
+		// node worker.a with policy x). The name alone decides nothing: the labels do.
+		taken := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if gerr := h.APIReader.Get(ctx, types.NamespacedName{Name: shared.EnactmentKey(h.NodeName, policy)}, taken); gerr != nil {
+			return nil, gerr
+		}
+		if taken.Labels[shared.NodeLabel] == h.NodeName && taken.Labels[shared.PolicyLabel] == policy {
+			e, err = taken, nil
+		} else {
+			alt := shared.EnactmentKey(h.NodeName, policy) + "-" + randomSuffix()
+			ctrl.LoggerFrom(ctx).Info("enactment name taken by another node's enactment; using another name",
+				"node", h.NodeName, "policy", policy, "taken", taken.Name, "takenBy", taken.Labels[shared.NodeLabel], "name", alt)
+			if h.Events != nil {
+				h.Events.Eventf(v.byName[policy], v.node, corev1.EventTypeWarning, "EnactmentNameTaken", "Apply",
+					"node %s: enactment name %s is taken by node %q (policy %q); this node's enactment is %s",
+					h.NodeName, taken.Name, taken.Labels[shared.NodeLabel], taken.Labels[shared.PolicyLabel], alt)
+			}
+			e, err = h.createEnactment(ctx, v, policy, alt)
+		}
 	}
-	if err := h.Client.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err != nil {
 		return nil, err
 	}
 	w.Wrote(e)
 	v.existing[policy] = e
 	return e, nil
+}
+
+func (h *Handler) createEnactment(ctx context.Context, v *nodeView, policy, name string) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
+	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{shared.NodeLabel: h.NodeName, shared.PolicyLabel: policy},
+	}}
+	if err := controllerutil.SetOwnerReference(v.node, e, h.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	return e, h.Client.Create(ctx, e)
+}
+
+// randomSuffix makes a fallback enactment name another node cannot take in advance: 8
+// characters of [a-z0-9], as the admission policy expects.
+func randomSuffix() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 func (h *Handler) settleStale(ctx context.Context, w *readyourwrites.Writes, v *nodeView, applyErr error) error {

@@ -52,7 +52,7 @@ func (h *Handler) claimSlots(ctx context.Context, w *readyourwrites.Writes, v *n
 				return nil, nil, err
 			}
 		}
-		if full, why := before.slotsFull(byName[name], h.NodeName, nil, h.slotTimeout()); full {
+		if full, why := before.slotsFull(byName[name], h.NodeName, nil, h.slotTimeout(), now.Time); full {
 			waiting[name] = why
 			continue
 		}
@@ -72,7 +72,7 @@ func (h *Handler) claimSlots(ctx context.Context, w *readyourwrites.Writes, v *n
 		return nil, nil, err
 	}
 	for _, e := range claimed {
-		if full, why := after.slotsFull(byName[e.Labels[shared.PolicyLabel]], h.NodeName, e, h.slotTimeout()); full {
+		if full, why := after.slotsFull(byName[e.Labels[shared.PolicyLabel]], h.NodeName, e, h.slotTimeout(), now.Time); full {
 			queued[e.Labels[shared.PolicyLabel]] = why
 		}
 	}
@@ -99,14 +99,6 @@ func (h *Handler) readRollout(ctx context.Context, policies []string) (*rolloutV
 	if err := h.APIReader.List(ctx, nodes); err != nil {
 		return nil, err
 	}
-	v := &rolloutView{nodes: nodes.Items, ready: map[string]bool{}, claims: map[string][]v1beta1.NodeNetworkConfigurationEnactment{}}
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				v.ready[n.Name] = true
-			}
-		}
-	}
 	inRollout, err := labels.NewRequirement(shared.PolicyLabel, selection.In, policies)
 	if err != nil {
 		return nil, err
@@ -115,18 +107,38 @@ func (h *Handler) readRollout(ctx context.Context, policies []string) (*rolloutV
 	if err := h.APIReader.List(ctx, claims, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*inRollout)}); err != nil {
 		return nil, err
 	}
-	for _, e := range claims.Items {
-		v.claims[e.Labels[shared.PolicyLabel]] = append(v.claims[e.Labels[shared.PolicyLabel]], e)
-	}
-	return v, nil
+	return newRolloutView(nodes.Items, claims.Items), nil
 }
 
-// slotsFull decides whether self must wait to apply a new generation of policy. Another
-// node's claim counts only while that node is Ready and the claim is younger than
-// timeout (a rebooting node or a dead handler frees its slot). With own (self's claim,
-// just written), claims are ranked by time, then node name, and the first maxUnavailable
-// go; without it, the question is whether any slot is free at all.
-func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration) (bool, string) {
+// newRolloutView indexes what readRollout read: which nodes are Ready, the claims by policy.
+func newRolloutView(nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment) *rolloutView {
+	v := &rolloutView{nodes: nodes, ready: map[string]bool{}, claims: map[string][]v1beta1.NodeNetworkConfigurationEnactment{}}
+	for _, n := range nodes {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				v.ready[n.Name] = true
+			}
+		}
+	}
+	for _, e := range enactments {
+		v.claims[e.Labels[shared.PolicyLabel]] = append(v.claims[e.Labels[shared.PolicyLabel]], e)
+	}
+	return v
+}
+
+// clockSkew is how far ahead of this node's clock another node's claim may be dated and
+// still count: beyond it the claim is from a wrong clock or a forgery, and would otherwise
+// never time out.
+const clockSkew = time.Minute
+
+// slotsFull decides whether self must wait at now to apply a new generation of policy.
+// Another node's claim counts only while that node is Ready and the claim is younger than
+// timeout and not dated ahead of now by more than clockSkew (a rebooting node, a dead
+// handler or a wrong clock frees its slot). A node holds at most one slot however many
+// enactments it labels for the policy: its earliest claim. With own (self's claim, just
+// written), claims are ranked by time, then node name, and the first maxUnavailable go;
+// without it, the question is whether any slot is free at all.
+func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration, now time.Time) (bool, string) {
 	matching := 0
 	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
 	for _, n := range v.nodes {
@@ -135,30 +147,35 @@ func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy
 		}
 	}
 	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
-	type slot struct {
-		node  string
-		since time.Time
-	}
-	var slots []slot
+	// A node's enactments are its own to create (the admission policy holds the node label
+	// to the handler's node), so a compromised node can label many for one policy: they
+	// count as one claim, the node's earliest.
+	since := map[string]time.Time{}
 	for _, e := range v.claims[policy.Name] {
 		nodeName := e.Labels[shared.NodeLabel]
 		c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing)
 		if nodeName == self || e.Status.PolicyGeneration != policy.Generation || c == nil ||
-			c.Status != metav1.ConditionTrue || !v.ready[nodeName] || time.Since(c.LastTransitionTime.Time) > timeout {
+			c.Status != metav1.ConditionTrue || !v.ready[nodeName] {
 			continue
 		}
-		slots = append(slots, slot{nodeName, c.LastTransitionTime.Time})
+		at := c.LastTransitionTime.Time
+		if now.Sub(at) > timeout || at.Sub(now) > clockSkew {
+			continue
+		}
+		if t, ok := since[nodeName]; !ok || at.Before(t) {
+			since[nodeName] = at
+		}
 	}
 	// No count of the slots held: it changes with every claim, and a Pending enactment is
 	// rewritten only when its message changes.
 	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once", policy.Name, max, matching)
 	if own == nil {
-		return len(slots) >= max, why
+		return len(since) >= max, why
 	}
-	mine := slot{self, meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time}
+	mine := meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time
 	ahead := 0
-	for _, s := range slots {
-		if s.since.Before(mine.since) || (s.since.Equal(mine.since) && s.node < mine.node) {
+	for nodeName, at := range since {
+		if at.Before(mine) || (at.Equal(mine) && nodeName < self) {
 			ahead++
 		}
 	}

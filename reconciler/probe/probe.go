@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -30,7 +31,8 @@ func (f Func) Check(ctx context.Context) error { return f.Fn(ctx) }
 // Set is the probes of one apply.
 type Set struct {
 	Probes []Probe
-	// Timeout bounds each probe after the apply; default 60 s.
+	// Timeout bounds the probes after the apply, all of them together (they run at once):
+	// the checkpoint's rollback timeout need only cover activation plus this. Default 60 s.
 	Timeout time.Duration
 	// Before bounds each probe before the apply; default 5 s.
 	Before time.Duration
@@ -60,15 +62,26 @@ type Failure struct {
 
 func (f *Failure) Error() string { return fmt.Sprintf("probe %s failed: %v", f.Probe, f.Err) }
 
-// Verify runs the given probes after the apply until each has succeeded once.
+// Verify runs the given probes after the apply, all at once under one deadline, until each
+// has succeeded once; it names the first (in the given order) that did not.
 func (s Set) Verify(ctx context.Context, probes []Probe) error {
 	d := s.Timeout
 	if d <= 0 {
 		d = 60 * time.Second
 	}
-	for _, p := range probes {
-		if err := poll(ctx, p, d); err != nil {
-			return &Failure{Probe: p.Name(), Err: err}
+	errs := make([]error, len(probes))
+	var wg sync.WaitGroup
+	for i, p := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = poll(ctx, p, d)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return &Failure{Probe: probes[i].Name(), Err: err}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,5 +111,25 @@ func TestDNS(t *testing.T) {
 	}
 	if err := DNS("missing.example.test", resolver).Check(ctx); err == nil {
 		t.Error("an unknown name must fail")
+	}
+}
+
+// The probes share one deadline (they run at once), so the checkpoint's rollback timeout
+// covers them all: a probe that passes only once another has been tried passes, which it
+// could not if they ran one after the other, each with the whole timeout.
+func TestVerifyRunsProbesAtOnceUnderOneDeadline(t *testing.T) {
+	second := make(chan struct{})
+	var once sync.Once
+	first := Func{"first", func(ctx context.Context) error {
+		select {
+		case <-second:
+			return nil
+		case <-ctx.Done():
+			return errors.New("the second probe never ran")
+		}
+	}}
+	other := Func{"second", func(context.Context) error { once.Do(func() { close(second) }); return nil }}
+	if err := (Set{Timeout: 2 * time.Second}).Verify(context.Background(), []Probe{first, other}); err != nil {
+		t.Fatalf("probes run one after the other: %v", err)
 	}
 }

@@ -174,3 +174,27 @@ func TestDefaultGateway(t *testing.T) {
 		t.Error("no routes, no gateway")
 	}
 }
+
+// A VLAN on a bridge that is also that bridge's port orders (port after controller), but
+// the kernel refuses it: Order reports it, naming both.
+func TestOrderPortBuiltOnItsController(t *testing.T) {
+	s := State{Interfaces: []Interface{
+		{Name: "br0", Type: LinuxBridge, State: Up, Bridge: &BridgeConfig{Port: []BridgePort{{Name: "br0.10"}, {Name: "eth1"}}}},
+		{Name: "br0.10", Type: VLAN, State: Up, VLAN: &VLANConfig{ID: 10, BaseIface: "br0"}},
+		{Name: "mv0", Type: MACVLAN, State: Up, MACVLAN: &MACVLANConfig{BaseIface: "br0.10", Mode: "bridge"}},
+	}}
+	_, err := Order(s)
+	if err == nil || !strings.Contains(err.Error(), "br0.10 is built on br0 and is also its port") {
+		t.Errorf("a VLAN that is a port of its own base bridge: %v", err)
+	}
+	// Through a chain: a MAC-VLAN on a VLAN of the bridge, as the bridge's port.
+	s.Interfaces[0].Bridge.Port = []BridgePort{{Name: "mv0"}}
+	if _, err := Order(s); err == nil || !strings.Contains(err.Error(), "mv0 is built on br0") {
+		t.Errorf("a port built on its controller through a chain: %v", err)
+	}
+	// A VLAN on the bridge that is not its port is fine.
+	s.Interfaces[0].Bridge.Port = []BridgePort{{Name: "eth1"}}
+	if _, err := Order(s); err != nil {
+		t.Errorf("a VLAN on a bridge: %v", err)
+	}
+}

@@ -17,17 +17,38 @@ func Order(s State) ([]Interface, error) {
 	}
 	// deps[x] are the interfaces x needs before it exists.
 	deps := map[string][]string{}
+	base := map[string]string{} // the interface a VLAN, MAC-VLAN or VXLAN is built on
 	for _, it := range s.Interfaces {
 		switch {
 		case it.VLAN != nil:
-			deps[it.Name] = append(deps[it.Name], it.VLAN.BaseIface)
+			base[it.Name] = it.VLAN.BaseIface
 		case it.MACVLAN != nil:
-			deps[it.Name] = append(deps[it.Name], it.MACVLAN.BaseIface)
+			base[it.Name] = it.MACVLAN.BaseIface
 		case it.VXLAN != nil && it.VXLAN.BaseIface != "":
-			deps[it.Name] = append(deps[it.Name], it.VXLAN.BaseIface)
+			base[it.Name] = it.VXLAN.BaseIface
+		}
+		if b, ok := base[it.Name]; ok {
+			deps[it.Name] = append(deps[it.Name], b)
 		}
 		for _, port := range it.portNames() {
 			deps[port] = append(deps[port], it.Name)
+		}
+	}
+	// A port built on its own controller (a VLAN of br0 that is also br0's port) orders
+	// fine, port after controller, but the kernel refuses it: the controller would carry
+	// itself.
+	for _, it := range s.Interfaces {
+		if it.State == Absent {
+			continue
+		}
+		for _, port := range it.portNames() {
+			seen := map[string]bool{}
+			for b, ok := base[port]; ok && !seen[b]; b, ok = base[b] {
+				seen[b] = true
+				if b == it.Name {
+					return nil, fmt.Errorf("interfaces %s, %s depend on each other in a cycle: %s is built on %s and is also its port", it.Name, port, port, it.Name)
+				}
+			}
 		}
 	}
 	var present, absent []string

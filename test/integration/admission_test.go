@@ -4,21 +4,30 @@ package integration_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
@@ -47,12 +56,37 @@ func expectDenied(err error, reason metav1.StatusReason, mentions ...string) {
 	}
 }
 
-func labelledEnactment(name, node string) *v1beta1.NodeNetworkConfigurationEnactment {
-	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+// labelledEnactment is an enactment with the labels the handler sets; an empty node or
+// policy leaves that label out.
+func labelledEnactment(name, node, policy string) *v1beta1.NodeNetworkConfigurationEnactment {
+	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 	if node != "" {
-		e.Labels = map[string]string{shared.NodeLabel: node, shared.PolicyLabel: "some-policy"}
+		e.Labels[shared.NodeLabel] = node
+	}
+	if policy != "" {
+		e.Labels[shared.PolicyLabel] = policy
 	}
 	return e
+}
+
+// handlerEvent is the event the handler on node records about policy, as client-go's
+// tools/events recorder makes it: in default (the policy is cluster-scoped), reported as
+// nmoverlay-handler-<host name, here the node's>, related to the node, the note in
+// Handler.event's form.
+func handlerEvent(node string, policy *nmstatev1.NodeNetworkConfigurationPolicy) *eventsv1.Event {
+	return &eventsv1.Event{
+		// Named as the recorder names it (generateName would need to be a DNS subdomain).
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", policy.Name, time.Now().UnixNano()), Namespace: metav1.NamespaceDefault},
+		EventTime:           metav1.NowMicro(),
+		ReportingController: "nmoverlay-handler",
+		ReportingInstance:   "nmoverlay-handler-" + node,
+		Action:              "Apply",
+		Reason:              shared.ReasonFailedToConfigure,
+		Type:                corev1.EventTypeWarning,
+		Note:                "node " + node + ": spec.desiredState: interfaces[0].vlan.id: 5000 is out of range 1..4094",
+		Regarding:           corev1.ObjectReference{Kind: "NodeNetworkConfigurationPolicy", APIVersion: "nmstate.io/v1", Name: policy.Name, UID: policy.UID},
+		Related:             &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node},
+	}
 }
 
 // clientWithToken is a client that authenticates with token alone (no client certificate).
@@ -71,6 +105,9 @@ var _ = Describe("the admission policies", Ordered, func() {
 	var (
 		handlerA client.Client // the handler's token, bound to its Pod on adm-node-a
 		unbound  client.Client // the handler's token, bound to nothing
+		// token returns a token of the service account nmoverlay-handler in namespace ns,
+		// bound to the Pod (nil: to nothing).
+		token func(ns string, pod *corev1.Pod) string
 	)
 
 	// create makes obj as the administrator and deletes it after the container's specs.
@@ -101,7 +138,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 				policies = append(policies, o)
 			}
 		}
-		Expect(policies).To(HaveLen(4), "two policies, each with its binding")
+		Expect(policies).To(HaveLen(6), "three policies, each with its binding")
 
 		for _, name := range []string{admNodeA, admNodeB} {
 			create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
@@ -117,15 +154,20 @@ var _ = Describe("the admission policies", Ordered, func() {
 
 		cs, err := kubernetes.NewForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		token := func(bound *authenticationv1.BoundObjectReference) string {
-			tr, err := cs.CoreV1().ServiceAccounts("nmoverlay").CreateToken(ctx, handlerSA, &authenticationv1.TokenRequest{
+		token = func(ns string, pod *corev1.Pod) string {
+			GinkgoHelper()
+			var bound *authenticationv1.BoundObjectReference
+			if pod != nil {
+				bound = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+			}
+			tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, handlerSA, &authenticationv1.TokenRequest{
 				Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600)), BoundObjectRef: bound},
 			}, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			return tr.Status.Token
 		}
-		handlerA = clientWithToken(token(&authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}))
-		unbound = clientWithToken(token(nil))
+		handlerA = clientWithToken(token("nmoverlay", pod))
+		unbound = clientWithToken(token("nmoverlay", nil))
 
 		installed := time.Now()
 		for _, o := range policies {
@@ -142,6 +184,11 @@ var _ = Describe("the admission policies", Ordered, func() {
 			p.Spec.MaxUnavailable = ptrTo(intstr.FromInt32(0))
 			return k8s.Create(ctx, p, client.DryRunAll)
 		}, "30s", "50ms").Should(MatchError(ContainSubstring("nmoverlay-policy-checks")))
+		Eventually(func() error {
+			e := handlerEvent(admNodeA, &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "adm-probe"}})
+			e.Namespace = metav1.NamespaceSystem
+			return handlerA.Create(ctx, e, client.DryRunAll)
+		}, "30s", "50ms").Should(MatchError(ContainSubstring("nmoverlay-handler-events")))
 		took := time.Since(installed)
 		AddReportEntry("admission policies enforced after", took.String(), ReportEntryVisibilityFailureOrVerbose)
 	})
@@ -172,7 +219,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 		})
 
 		It("lets the handler create, update the status of and delete its own node's enactments", func() {
-			e := labelledEnactment(admNodeA+".some-policy", admNodeA)
+			e := labelledEnactment(admNodeA+".some-policy", admNodeA, "some-policy")
 			Expect(handlerA.Create(ctx, e)).To(Succeed())
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, e))).To(Succeed()) })
 			e.Status.BootID = "boot-1"
@@ -196,15 +243,15 @@ var _ = Describe("the admission policies", Ordered, func() {
 		})
 
 		It("denies the handler another node's enactments, naming both nodes", func() {
-			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeB+".some-policy", admNodeB)), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
+			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeB+".some-policy", admNodeB, "some-policy")), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
 			// The label decides, not the name.
-			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeA+".mislabelled", admNodeB)), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
-			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeA+".unlabelled", "")), metav1.StatusReasonForbidden, admNodeA, "without the nmstate.io/node label")
+			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeA+".mislabelled", admNodeB, "mislabelled")), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
+			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeA+".unlabelled", "", "unlabelled")), metav1.StatusReasonForbidden, admNodeA, "without the nmstate.io/node label")
 			// Its own label under a name that claims the other node.
-			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeB+".misnamed", admNodeA)), metav1.StatusReasonForbidden,
-				"names its enactments "+admNodeA+".<policy>, not "+admNodeB+".misnamed")
+			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeB+".misnamed", admNodeA, "misnamed")), metav1.StatusReasonForbidden,
+				"metadata.name: nmoverlay-handler on "+admNodeA+" names its enactment for policy misnamed: "+admNodeA+".misnamed", "not "+admNodeB+".misnamed")
 
-			theirs := labelledEnactment(admNodeB+".some-policy", admNodeB)
+			theirs := labelledEnactment(admNodeB+".some-policy", admNodeB, "some-policy")
 			create(theirs)
 			theirs.Status.BootID = "boot-taken-over"
 			expectDenied(handlerA.Status().Update(ctx, theirs.DeepCopy()), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB, "(status)")
@@ -224,7 +271,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: handlerSA, Namespace: "nmoverlay"}}})
 
-			mine := labelledEnactment(admNodeA+".relabel", admNodeA)
+			mine := labelledEnactment(admNodeA+".relabel", admNodeA, "relabel")
 			Expect(handlerA.Create(ctx, mine)).To(Succeed())
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, mine))).To(Succeed()) })
 			// An update that keeps the node is admitted (once RBAC has the new binding).
@@ -241,22 +288,273 @@ var _ = Describe("the admission policies", Ordered, func() {
 			Expect(handlerA.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
 			e.Labels[shared.NodeLabel] = admNodeB
 			expectDenied(handlerA.Update(ctx, e), metav1.StatusReasonForbidden, "nmoverlay-handler on "+admNodeA, "not "+admNodeB)
+
+			// Nor to another policy (or none): rollout slots are counted by it.
+			Expect(handlerA.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
+			e.Labels[shared.PolicyLabel] = "other-policy"
+			expectDenied(handlerA.Update(ctx, e.DeepCopy()), metav1.StatusReasonForbidden,
+				"metadata.labels[nmstate.io/policy]: nmoverlay-handler on "+admNodeA, `enactment `+mine.Name+`: "other-policy", was "relabel"`)
+			delete(e.Labels, shared.PolicyLabel)
+			expectDenied(handlerA.Update(ctx, e.DeepCopy()), metav1.StatusReasonForbidden,
+				"metadata.labels[nmstate.io/policy]", `: "", was "relabel"`)
+
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
-			Expect(e.Labels).To(HaveKeyWithValue(shared.NodeLabel, admNodeA))
+			Expect(e.Labels).To(Equal(map[string]string{shared.NodeLabel: admNodeA, shared.PolicyLabel: "relabel"}))
+		})
+
+		It("lets the handler name an enactment only <node>.<policy>, or that and a random suffix", func() {
+			// Names with dots can meet: node adm-node-a.a's enactment for policy x and
+			// adm-node-a's for policy a.x are both adm-node-a.a.x. The one that comes second
+			// takes a random suffix.
+			create(labelledEnactment(admNodeA+".a.x", admNodeA+".a", "x")) // adm-node-a.a's, by the administrator
+			err := handlerA.Create(ctx, labelledEnactment(admNodeA+".a.x", admNodeA, "a.x"))
+			Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "admitted, then taken: %v", err)
+			fallback := labelledEnactment(admNodeA+".a.x-k3v9q0zt", admNodeA, "a.x")
+			Expect(handlerA.Create(ctx, fallback)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, fallback))).To(Succeed()) })
+
+			for _, name := range []string{admNodeA + ".some-policy", admNodeA + ".some-policy-0a1b2c3d"} {
+				Expect(handlerA.Create(ctx, labelledEnactment(name, admNodeA, "some-policy"), client.DryRunAll)).To(Succeed(), name)
+			}
+			for _, name := range []string{
+				admNodeA + ".other-policy",          // another policy's name: would take its name in advance
+				admNodeA + ".some",                  // a prefix of the policy
+				admNodeA + ".some-policyabcd1234",   // a suffix without its dash
+				admNodeA + ".some-policy-abc1234",   // 7 characters
+				admNodeA + ".some-policy-abcd12345", // 9
+				admNodeA + ".some-policy-abcd.123",  // not [a-z0-9]
+				admNodeA + ".some-policy-abc-1234",
+				admNodeA + ".some-policy.x",
+				admNodeA + "x.some-policy", // another node's prefix
+			} {
+				expectDenied(handlerA.Create(ctx, labelledEnactment(name, admNodeA, "some-policy"), client.DryRunAll), metav1.StatusReasonForbidden,
+					"metadata.name: nmoverlay-handler on "+admNodeA+" names its enactment for policy some-policy: "+admNodeA+".some-policy, or "+
+						admNodeA+".some-policy-<8 characters of [a-z0-9]> if that name is taken; not "+name)
+			}
+
+			// The policy label is what the name is checked against: it must be there.
+			expectDenied(handlerA.Create(ctx, labelledEnactment(admNodeA+".some-policy", admNodeA, ""), client.DryRunAll), metav1.StatusReasonForbidden,
+				"metadata.labels[nmstate.io/policy]: nmoverlay-handler on "+admNodeA, admNodeA+".some-policy has no such label or an empty one")
+			empty := labelledEnactment(admNodeA+".some-policy", admNodeA, "")
+			empty.Labels[shared.PolicyLabel] = ""
+			expectDenied(handlerA.Create(ctx, empty, client.DryRunAll), metav1.StatusReasonForbidden, "metadata.labels[nmstate.io/policy]", "or an empty one")
+		})
+
+		It("holds a handler installed in another namespace to its node too", func() {
+			const ns = "adm-elsewhere"
+			// Never deleted: without a namespace controller it would stay Terminating.
+			Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+			create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: handlerSA, Namespace: ns}})
+			// Its role bound to it, as deploy/ binds it in nmoverlay.
+			create(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "adm-elsewhere-handler"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nmoverlay-handler"},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: handlerSA, Namespace: ns}}})
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "handler-adm-node-a", Namespace: ns},
+				Spec: corev1.PodSpec{ServiceAccountName: handlerSA, NodeName: admNodeA,
+					Containers: []corev1.Container{{Name: "handler", Image: "nmoverlay"}}},
+			}
+			create(pod)
+			elsewhere := clientWithToken(token(ns, pod))
+
+			review := &authenticationv1.SelfSubjectReview{}
+			Expect(elsewhere.Create(ctx, review)).To(Succeed())
+			Expect(review.Status.UserInfo.Username).To(Equal("system:serviceaccount:" + ns + ":" + handlerSA))
+			Expect(review.Status.UserInfo.Extra).To(HaveKeyWithValue(nodeNameKey, authenticationv1.ExtraValue{admNodeA}))
+
+			// Its own node's writes pass (once RBAC has the binding)...
+			mine := labelledEnactment(admNodeA+".elsewhere", admNodeA, "elsewhere")
+			Eventually(func() error { return elsewhere.Create(ctx, mine.DeepCopy(), client.DryRunAll) }, "10s", "100ms").Should(Succeed())
+			// ...and the rest is denied as for the handler in nmoverlay.
+			expectDenied(elsewhere.Create(ctx, labelledEnactment(admNodeB+".elsewhere", admNodeB, "elsewhere")), metav1.StatusReasonForbidden,
+				"nmoverlay-handler on "+admNodeA, "not "+admNodeB)
+			expectDenied(elsewhere.Create(ctx, &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: admNodeB}}), metav1.StatusReasonForbidden,
+				"nmoverlay-handler on "+admNodeA, "not "+admNodeB)
+			expectDenied(elsewhere.Create(ctx, labelledEnactment(admNodeA+".other", admNodeA, "elsewhere")), metav1.StatusReasonForbidden, "metadata.name")
+			expectDenied(clientWithToken(token(ns, nil)).Create(ctx, &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: admNodeA}}),
+				metav1.StatusReasonForbidden, "this token names no node")
+			secret := handlerEvent(admNodeA, &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "adm-events"}})
+			secret.Regarding = corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Namespace: ns, Name: "credentials"}
+			expectDenied(elsewhere.Create(ctx, secret), metav1.StatusReasonForbidden, "regarding:", "not Secret v1 "+ns+"/credentials")
 		})
 
 		It("denies every write to a token that names no node, saying so", func() {
 			err := unbound.Create(ctx, &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: admNodeA}})
 			expectDenied(err, metav1.StatusReasonForbidden, "this token names no node", "NodeNetworkState "+admNodeA)
-			err = unbound.Create(ctx, labelledEnactment(admNodeA+".some-policy", admNodeA))
+			err = unbound.Create(ctx, labelledEnactment(admNodeA+".some-policy", admNodeA, "some-policy"))
 			expectDenied(err, metav1.StatusReasonForbidden, "this token names no node")
 		})
 
 		It("leaves other users alone", func() {
 			// The administrator (and so the controller's and other tools' writes) is not
 			// the handler: the matchCondition keeps the policy off them.
-			e := labelledEnactment(admNodeA+".by-admin", admNodeB)
+			e := labelledEnactment(admNodeA+".by-admin", admNodeB, "")
 			Expect(k8s.Create(ctx, e, client.DryRunAll)).To(Succeed())
+		})
+	})
+
+	Context("the handler's events", func() {
+		pol := policy("adm-events", nil, `{}`)
+		BeforeAll(func() { create(pol) })
+
+		It("admit what the handler's recorder records, and its series", func() {
+			// The recorder reports as nmoverlay-handler-<host name>; the handler's Pod has its
+			// node's host name (host network), and the kubelet names the node after it. Here
+			// the host is this machine: a node of that name, the handler's Pod on it.
+			host, err := os.Hostname()
+			Expect(err).NotTo(HaveOccurred())
+			nodeName := strings.ToLower(host)
+			create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}})
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "handler-recorder", Namespace: "nmoverlay"},
+				Spec: corev1.PodSpec{ServiceAccountName: handlerSA, NodeName: nodeName,
+					Containers: []corev1.Container{{Name: "handler", Image: "nmoverlay"}}},
+			}
+			create(pod)
+			rc := rest.AnonymousClientConfig(cfg)
+			rc.BearerToken = token("nmoverlay", pod)
+
+			// The recorder cmd/handler uses, from a manager with the bound token.
+			skip := true
+			mgr, err := ctrl.NewManager(rc, ctrl.Options{Scheme: k8s.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+				HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: &skip}})
+			Expect(err).NotTo(HaveOccurred())
+			mgrCtx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- mgr.Start(mgrCtx) }()
+			DeferCleanup(func() { stop(); Expect(<-done).To(Succeed()) })
+			rec := mgr.GetEventRecorder("nmoverlay-handler")
+
+			node := &corev1.Node{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: nodeName}, node)).To(Succeed())
+			record := func() {
+				// As Handler.event records a failure.
+				rec.Eventf(pol, node, corev1.EventTypeWarning, shared.ReasonFailedToConfigure, "Apply", "node %s: %v", nodeName,
+					errors.New("probe default-gateway failed: no echo reply from 192.0.2.1; rolled back"))
+			}
+			recorded := func() *eventsv1.Event {
+				list := &eventsv1.EventList{}
+				Expect(k8s.List(ctx, list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+				for i, e := range list.Items {
+					if e.Regarding.Name == pol.Name && e.ReportingInstance == "nmoverlay-handler-"+host {
+						return &list.Items[i]
+					}
+				}
+				return nil
+			}
+			record()
+			Eventually(recorded, "10s", "100ms").ShouldNot(BeNil())
+			e := recorded()
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, e))).To(Succeed()) })
+			Expect(e.ReportingController).To(Equal("nmoverlay-handler"))
+			Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+			Expect(e.Regarding).To(MatchFields(IgnoreExtras, Fields{"Kind": Equal("NodeNetworkConfigurationPolicy"), "APIVersion": Equal("nmstate.io/v1")}))
+			Expect(e.Related).To(PointTo(MatchFields(IgnoreExtras, Fields{"Kind": Equal("Node"), "Name": Equal(nodeName)})))
+			Expect(e.Note).To(HavePrefix("node " + nodeName + ": probe default-gateway failed"))
+			Expect(e.Series).To(BeNil())
+
+			// The same event again: the recorder patches it into a series.
+			record()
+			Eventually(func() *eventsv1.EventSeries { return recorded().Series }, "10s", "100ms").Should(PointTo(HaveField("Count", int32(2))))
+		})
+
+		// Each entry changes one field of the event the handler on adm-node-a records
+		// (handlerEvent, admitted: the first entry) and the denial names that field.
+		DescribeTable("deny anything else, naming the field",
+			func(change func(*eventsv1.Event), mentions ...string) {
+				e := handlerEvent(admNodeA, pol)
+				if change == nil {
+					Expect(handlerA.Create(ctx, e, client.DryRunAll)).To(Succeed())
+					return
+				}
+				change(e)
+				expectDenied(handlerA.Create(ctx, e, client.DryRunAll), metav1.StatusReasonForbidden, mentions...)
+			},
+			Entry("(the handler's own event is admitted)", nil),
+			Entry("about a Secret", func(e *eventsv1.Event) {
+				e.Regarding = corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Namespace: "nmoverlay", Name: "credentials"}
+			}, "regarding: nmoverlay-handler records events only about a NodeNetworkConfigurationPolicy (nmstate.io), not Secret v1 nmoverlay/credentials"),
+			Entry("about a Secret, in its namespace", func(e *eventsv1.Event) {
+				e.Namespace = "nmoverlay"
+				e.Regarding = corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Namespace: "nmoverlay", Name: "credentials"}
+			}, "metadata.namespace: nmoverlay-handler records events only in default", "not in nmoverlay"),
+			Entry("about its policy, in another namespace", func(e *eventsv1.Event) { e.Namespace = metav1.NamespaceSystem },
+				"metadata.namespace", "not in kube-system"),
+			Entry("about a Node", func(e *eventsv1.Event) {
+				e.Regarding = corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: admNodeB}
+			}, "regarding:", "not Node v1 "+admNodeB),
+			Entry("about a kind of that name in another group", func(e *eventsv1.Event) { e.Regarding.APIVersion = "example.com/v1" },
+				"regarding:", "not NodeNetworkConfigurationPolicy example.com/v1 adm-events"),
+			Entry("as another component", func(e *eventsv1.Event) { e.ReportingController = "kubelet" },
+				`reportingController: nmoverlay-handler reports as nmoverlay-handler, not "kubelet"`),
+			Entry("as the controller", func(e *eventsv1.Event) {
+				e.ReportingController, e.ReportingInstance = "nmoverlay-controller", "nmoverlay-controller-"+admNodeA
+			}, "reportingController:", `not "nmoverlay-controller"`),
+			Entry("of type Normal", func(e *eventsv1.Event) { e.Type = corev1.EventTypeNormal }, `type: nmoverlay-handler records only Warning events`, `not "Normal"`),
+			Entry("related to another node", func(e *eventsv1.Event) { e.Related.Name = admNodeB },
+				"related: nmoverlay-handler on "+admNodeA+" relates its events to Node "+admNodeA+", not Node "+admNodeB),
+			Entry("related to nothing", func(e *eventsv1.Event) { e.Related = nil }, "related:", "not nothing"),
+			Entry("reported from another component's instance", func(e *eventsv1.Event) { e.ReportingInstance = "kubelet-" + admNodeA },
+				"reportingInstance: nmoverlay-handler reports as nmoverlay-handler-<its host name>", `not "kubelet-`+admNodeA+`"`),
+			Entry("with a note in the handler's form naming another node", func(e *eventsv1.Event) { e.Note = "node " + admNodeB + ": failed" },
+				`note: nmoverlay-handler on `+admNodeA+` begins a note that names a node with "node `+admNodeA+`: ", not "node `+admNodeB+`"`),
+		)
+
+		It("admit any host name (a kubelet may name its node otherwise), and notes not in its form", func() {
+			for _, instance := range []string{"nmoverlay-handler-" + strings.ToUpper(admNodeA), "nmoverlay-handler-" + admNodeA + ".example.internal",
+				"nmoverlay-handler-ip-10-0-1-2"} {
+				e := handlerEvent(admNodeA, pol)
+				e.ReportingInstance = instance
+				Expect(handlerA.Create(ctx, e, client.DryRunAll)).To(Succeed(), instance)
+			}
+			e := handlerEvent(admNodeA, pol)
+			e.Note = "refused while the overlay is degraded"
+			Expect(handlerA.Create(ctx, e, client.DryRunAll)).To(Succeed())
+		})
+
+		It("deny every event to a token that names no node", func() {
+			expectDenied(unbound.Create(ctx, handlerEvent(admNodeA, pol), client.DryRunAll), metav1.StatusReasonForbidden,
+				"nmoverlay-handler may record events only with a token bound to its Pod on a node")
+		})
+
+		It("deny adding to another component's event: a patch is checked as the event it makes", func() {
+			theirs := handlerEvent(admNodeA, pol)
+			theirs.ReportingController, theirs.ReportingInstance = "nmoverlay-controller", "nmoverlay-controller-0"
+			create(theirs)
+			series := []byte(`{"series":{"count":2,"lastObservedTime":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000000Z") + `"}}`)
+			err := handlerA.Patch(ctx, theirs.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, series))
+			expectDenied(err, metav1.StatusReasonForbidden, "reportingController:", `not "nmoverlay-controller"`)
+			// Its own: admitted.
+			mine := handlerEvent(admNodeA, pol)
+			Expect(handlerA.Create(ctx, mine)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, mine))).To(Succeed()) })
+			Expect(handlerA.Patch(ctx, mine.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, series))).To(Succeed())
+		})
+
+		It("hold core v1 events to the same rules, should the handler ever be granted them", func() {
+			core := func(regarding corev1.ObjectReference) *corev1.Event {
+				e := handlerEvent(admNodeA, pol)
+				return &corev1.Event{ObjectMeta: e.ObjectMeta, InvolvedObject: regarding, Related: e.Related, Reason: e.Reason,
+					Message: e.Note, Type: e.Type, EventTime: e.EventTime, Action: e.Action,
+					ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance}
+			}
+			secret := corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Namespace: "nmoverlay", Name: "credentials"}
+			err := handlerA.Create(ctx, core(secret), client.DryRunAll)
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+			Expect(err.Error()).NotTo(ContainSubstring("ValidatingAdmissionPolicy"), "RBAC grants no core v1 events")
+
+			role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "adm-test-core-events"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}}}}
+			create(role)
+			create(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "adm-test-core-events"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: handlerSA, Namespace: "nmoverlay"}}})
+			// Once RBAC has the binding, the policy sees the request as an events.k8s.io/v1
+			// Event: the handler's own passes, one about a Secret does not.
+			Eventually(func() error {
+				return handlerA.Create(ctx, core(corev1.ObjectReference{Kind: "NodeNetworkConfigurationPolicy", APIVersion: "nmstate.io/v1", Name: pol.Name}), client.DryRunAll)
+			}, "10s", "100ms").Should(Succeed())
+			expectDenied(handlerA.Create(ctx, core(secret), client.DryRunAll), metav1.StatusReasonForbidden, "regarding:", "not Secret v1 nmoverlay/credentials")
 		})
 	})
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/godbus/dbus/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -311,15 +312,73 @@ interfaces:
 		Eventually(changes, "2s").Should(BeClosed())
 	})
 
-	It("clears a checkpoint left by a crashed apply", func() {
-		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`),
-			networkmanager.ApplyOptions{RollbackTimeout: 600 * time.Second})
+	It("clears a checkpoint left by a crashed apply of its own, at once", func() {
+		opts := networkmanager.ApplyOptions{RollbackTimeout: 600 * time.Second, CheckpointRecord: filepath.Join(GinkgoT().TempDir(), "checkpoint.json")}
+		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`), opts)
 		Expect(err).NotTo(HaveOccurred())
 		// the process "crashed" here: no commit, no rollback; a new apply must still work
-		applyCommit(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}]`)
+		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}]`), opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
 		out := ip("-4", "addr", "show", "eth1")
 		Expect(out).To(ContainSubstring("192.0.2.7/24"))
 		Expect(out).NotTo(ContainSubstring("192.0.2.6"))
+		_, err = os.Stat(opts.CheckpointRecord)
+		Expect(os.IsNotExist(err)).To(BeTrue(), "the note outlived its checkpoint")
+	})
+
+	It("never rolls back another tool's checkpoint: it waits and says whose", func() {
+		conn, err := dbus.Connect(n.BusAddress())
+		Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		nmObj := conn.Object("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager")
+		var theirs dbus.ObjectPath
+		Expect(nmObj.Call("org.freedesktop.NetworkManager.CheckpointCreate", 0, []dbus.ObjectPath{}, uint32(300), uint32(0)).Store(&theirs)).To(Succeed())
+		mustRun(n, "nmcli", "con", "add", "type", "bridge", "con-name", "br-theirs", "ifname", "br-theirs", "ipv4.method", "disabled", "ipv6.method", "disabled")
+
+		opts := networkmanager.ApplyOptions{CheckpointRecord: filepath.Join(GinkgoT().TempDir(), "checkpoint.json")}
+		_, err = nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
+		var busy *networkmanager.CheckpointBusyError
+		Expect(errors.As(err, &busy)).To(BeTrue(), "%v", err)
+		Expect(busy.Path).To(Equal(theirs))
+		Expect(ip("-4", "addr", "show", "eth1")).NotTo(ContainSubstring("192.0.2.8"), "applied while another tool's transaction was open")
+
+		Expect(nmObj.Call("org.freedesktop.NetworkManager.CheckpointDestroy", 0, theirs).Err).To(Succeed())
+		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+		Expect(mustRun(n, "nmcli", "-g", "connection.id", "con", "show", "br-theirs")).To(ContainSubstring("br-theirs"), "their change is gone")
+		mustRun(n, "nmcli", "con", "del", "br-theirs")
+	})
+
+	// With Prune (the handler's mode: the node's whole desired state each time).
+	It("drops a route the desired state no longer names from an interface it keeps", func() {
+		applyPrune := func(doc string) {
+			tx, err := nm.Apply(ctx, parse(doc), networkmanager.ApplyOptions{Prune: true})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(tx.Commit(ctx)).To(Succeed())
+		}
+		two := `
+interfaces: [{name: eth2, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.30, prefix-length: 24}]}}]
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.254, next-hop-interface: eth2}
+  - {destination: 203.0.113.0/24, next-hop-address: 192.0.2.254, next-hop-interface: eth2}
+`
+		applyPrune(two)
+		Expect(ip("-4", "route", "show", "dev", "eth2")).To(SatisfyAll(ContainSubstring("198.51.100.0/24"), ContainSubstring("203.0.113.0/24")))
+		// The policy with the second route was deleted: the merged state names one.
+		applyPrune(`
+interfaces: [{name: eth2, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.30, prefix-length: 24}]}}]
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.254, next-hop-interface: eth2}
+`)
+		Eventually(func() string { return ip("-4", "route", "show", "dev", "eth2") }, "10s", "100ms").Should(SatisfyAll(
+			ContainSubstring("198.51.100.0/24"), Not(ContainSubstring("203.0.113.0/24"))))
+		out, err := n.Run(ctx, "nmcli", "-g", "ipv4.routes", "con", "show", "eth2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).NotTo(ContainSubstring("203.0.113.0"), "the profile keeps the dropped route")
 	})
 })
 

@@ -213,9 +213,9 @@ func (o *overlayNode) reachesAPI() error {
 
 // startHandlerProcess runs cmd/handler inside the node as the DaemonSet would, logging to
 // logPath; the boot ID comes from the node's /run.
-func (o *overlayNode) startHandlerProcess(bin, kubeconfig, nodeName, logPath string) (*exec.Cmd, error) {
-	cmd := o.Command(context.Background(), bin, "--node", nodeName, "--kubeconfig", kubeconfig,
-		"--boot-id-file", bootIDFile, "--metrics-bind-address", handlerMetricsAddr, "--health-probe-bind-address", "0")
+func (o *overlayNode) startHandlerProcess(bin, kubeconfig, nodeName, logPath string, extra ...string) (*exec.Cmd, error) {
+	cmd := o.Command(context.Background(), bin, append([]string{"--node", nodeName, "--kubeconfig", kubeconfig,
+		"--boot-id-file", bootIDFile, "--metrics-bind-address", handlerMetricsAddr, "--health-probe-bind-address", "0"}, extra...)...)
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

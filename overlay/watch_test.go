@@ -1,0 +1,59 @@
+package overlay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWatchLowerSignalsAWrite(t *testing.T) {
+	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := WatchLower(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("signalled before anything changed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := os.WriteFile(filepath.Join(l.Lower, "eth9.nmconnection"), []byte("[connection]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a file written into the lower dir was not signalled")
+	}
+	cancel()
+	for range ch { // closes once ctx ends
+	}
+}
+
+func TestInUseReportsALowerWrite(t *testing.T) {
+	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
+	if why, err := InUse(l); why != "" || err != nil {
+		t.Fatalf("before setup saved a manifest: %q, %v", why, err)
+	}
+	m, err := ReadManifest(l.Lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := saveManifest(l.LowerManifest(), m); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := InUse(l); why != "" || err != nil {
+		t.Fatalf("unchanged lower dir: %q, %v", why, err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Lower, "eth9.nmconnection"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	why, err := InUse(l)
+	if err != nil || why == "" || !strings.Contains(why, "added eth9.nmconnection") {
+		t.Fatalf("after a write into the lower dir: %q, %v", why, err)
+	}
+}
