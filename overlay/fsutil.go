@@ -9,7 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WriteFileAtomic replaces path with data in one rename, so a crash never leaves half a file.
+// WriteFileAtomic replaces path with data in one rename, so a crash never leaves half a
+// file; the data is synced before the rename (MCO's file writers do the same), so the new
+// name never points at blocks not yet written.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -24,6 +26,10 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -105,6 +105,11 @@ type NodeNetworkStateStatus struct {
 	HostNetworkManagerVersion string `json:"hostNetworkManagerVersion,omitempty"`
 	// +optional
 	Overlay *OverlayStatus `json:"overlay,omitempty"`
+	// Drift lists, per policy in effect, what on the node differs from what it committed,
+	// changed outside nmoverlay ("policy: changed outside nmoverlay: ..."). Its enactment
+	// is Failing meanwhile, unless the policy opted in to being re-applied.
+	// +optional
+	Drift []string `json:"drift,omitempty"`
 }
 
 // NodeNetworkState is a node's network state; its name is the node's.

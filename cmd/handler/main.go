@@ -39,6 +39,7 @@ import (
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
 	probeTimeout                                                           time.Duration
+	reapplyDrift                                                           bool
 }
 
 func main() {
@@ -53,6 +54,9 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8090", `address serving /healthz and /readyz ("0" disables)`)
 	flag.DurationVar(&o.probeTimeout, "probe-timeout", 45*time.Second,
 		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
+	flag.BoolVar(&o.reapplyDrift, "reapply-drift", false,
+		"re-apply every policy whose committed state is changed outside nmoverlay (default: only policies annotated "+
+			node.DriftAnnotation+"="+node.DriftReapply+"; the others are reported Failing)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -123,7 +127,8 @@ func run(o options) error {
 		return err
 	}
 	wake := make(chan event.GenericEvent, 1)
-	h.Wake = wake
+	netChanged := make(chan struct{}, 1)
+	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, nm.Show, o.reapplyDrift
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -131,14 +136,25 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	// NetworkManager's changes go to the reporter and, for drift, to the handler; a
+	// change of the lower dir to both as well.
 	changes := make(chan struct{}, 1)
-	go func() {
-		defer close(changes)
+	h.DriftChanged = func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}
+	go func() { // changes is never closed: DriftChanged may still send; the reporter ends with ctx
 		for {
 			select {
 			case _, ok := <-nmChanges:
 				if !ok {
 					return
+				}
+				select {
+				case netChanged <- struct{}{}:
+				default:
 				}
 			case _, ok := <-lowerChanged:
 				if !ok {
@@ -159,6 +175,7 @@ func run(o options) error {
 	if err := mgr.Add(&node.Reporter{
 		Client: mgr.GetClient(), NodeName: nodeName, Show: nm.Show, Changes: changes, NMVersion: nm.Version,
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
+		Drift:   h.Drifted,
 	}); err != nil {
 		return err
 	}

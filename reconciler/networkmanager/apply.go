@@ -230,6 +230,7 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 		}
 	}
 	var toActivate []activation
+	var before *state.State // read once, only if a profile is unchanged
 	for _, it := range append(ordered, extra...) {
 		dev, hasDev := devByName[it.Name]
 		if it.State == state.Absent {
@@ -295,7 +296,7 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 			}
 			continue
 		}
-		if changed || !c.activeWith(dev, hasDev, path) {
+		if changed || !c.activeWith(dev, hasDev, path) || drifted(ctx, c, &before, it, desired) {
 			toActivate = append(toActivate, activation{name: it.Name, profile: path})
 		}
 	}
@@ -309,6 +310,30 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 		targets = append(targets, t)
 	}
 	return c.waitActivated(ctx, targets, opts.ActivationTimeout)
+}
+
+// drifted says whether the interface, whose profile is unchanged and active, no longer
+// runs what it says (an address deleted, a route removed, outside nmoverlay): activating
+// the profile again puts it back, so a later apply verifies instead of failing on what
+// someone else did.
+func drifted(ctx context.Context, c *Client, current **state.State, it state.Interface, desired state.State) bool {
+	if *current == nil {
+		s, err := c.Show(ctx)
+		if err != nil {
+			return true // cannot tell: activating again is harmless
+		}
+		*current = &s
+	}
+	one := state.State{Interfaces: []state.Interface{it}}
+	if desired.Routes != nil {
+		one.Routes = &state.Routes{}
+		for _, r := range desired.Routes.Config {
+			if r.NextHopInterface == it.Name {
+				one.Routes.Config = append(one.Routes.Config, r)
+			}
+		}
+	}
+	return len(state.Verify(one, **current)) > 0
 }
 
 // baseOf finds the profile an owned profile was built on: the one its BaseKey names, or,

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/overlay"
 )
 
 // NetworkManager's checkpoints are not named: nothing on one says who made it, a
@@ -125,27 +126,7 @@ func (r record) write(id checkpointID) error {
 		return nil
 	}
 	b, _ := json.Marshal(id)
-	dir := filepath.Dir(string(r))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".checkpoint-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), string(r))
+	return overlay.WriteFileAtomic(string(r), b, 0o600)
 }
 
 func (r record) clear() error {

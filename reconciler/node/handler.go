@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -75,6 +76,18 @@ type Handler struct {
 
 	// Wake, when set, starts a pass from outside the API: the lower dir changed.
 	Wake <-chan event.GenericEvent
+	// NetworkChanged signals a change of the node's network (NetworkManager's change
+	// signal); with Show, each starts a check for drift: what a policy in effect committed,
+	// changed outside nmoverlay.
+	NetworkChanged <-chan struct{}
+	Show           func(ctx context.Context) (state.State, error)
+	// ReapplyDrift re-applies every drifted policy, not only those annotated
+	// DriftAnnotation=DriftReapply.
+	ReapplyDrift bool
+	// DriftChanged, when set, is called when the drift reported changes (for the
+	// NodeNetworkState reporter).
+	DriftChanged func()
+	drift        drift
 
 	started time.Time // for the boot re-convergence metric
 	// failures: policies whose apply failed, by name; in memory (a restarted handler
@@ -141,6 +154,29 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	if h.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(h.Wake, toNode))
 	}
+	if h.NetworkChanged != nil {
+		changed := make(chan event.GenericEvent, 1)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case _, ok := <-h.NetworkChanged:
+					if !ok {
+						return nil
+					}
+					h.drift.changed.Store(true)
+					select {
+					case changed <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.NodeName}}}:
+					default:
+					}
+				}
+			}
+		})); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(changed, toNode))
+	}
 	return b.Complete(h)
 }
 
@@ -171,8 +207,8 @@ func (h *Handler) report(ctx context.Context, w *readyourwrites.Writes, v *nodeV
 		}
 	}
 	for _, name := range apply.Applied {
-		if !current[name] || inEffect[name] {
-			continue // its last applied generation, or applied before in this boot: nothing new to say
+		if !current[name] || inEffect[name] || h.drifted(name) != "" {
+			continue // its last applied generation, applied before in this boot, or drifted since: nothing new to say
 		}
 		if len(suspects) > 0 && !suspects[name] {
 			requeue = time.Millisecond // innocent until tried without the suspects
@@ -288,8 +324,12 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 			return reconcile.Result{RequeueAfter: restoreRetry}, nil
 		}
 	}
+	reapply, err := h.checkDrift(ctx, w, v)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	plan := MakePlan(v.selected)
-	if h.upToDate(plan, v) {
+	if !reapply && h.upToDate(plan, v) {
 		return reconcile.Result{}, nil
 	}
 
@@ -351,6 +391,7 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		// a failed policy out) need not cost a transaction and the probes.
 		if applyErr = h.apply(ctx, v, apply.Apply); applyErr == nil {
 			h.committed = key
+			h.clearDrift() // the engine verified the whole state, drifted interfaces activated again
 		}
 	}
 	var busy *networkmanager.CheckpointBusyError
@@ -380,10 +421,16 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 // event tells operators on the policy that it failed on this node. Success is told once
 // per policy by the cluster controller, not once per node.
 func (h *Handler) event(policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node, err error) {
+	h.warn(policy, node, shared.ReasonFailedToConfigure, err)
+}
+
+// warn records a Warning on the policy, related to this node, its note in the form
+// "node <node>: ..." (the admission policy admits no other type or form).
+func (h *Handler) warn(policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node, reason string, err error) {
 	if h.Events == nil || policy == nil || err == nil {
 		return
 	}
-	h.Events.Eventf(policy, node, corev1.EventTypeWarning, shared.ReasonFailedToConfigure, "Apply", "node %s: %v", h.NodeName, err)
+	h.Events.Eventf(policy, node, corev1.EventTypeWarning, reason, "Apply", "node %s: %v", h.NodeName, err)
 }
 
 // apply applies desired, probes the node and commits, or rolls back when a probe that
@@ -541,8 +588,16 @@ func (h *Handler) upToDate(plan Plan, v *nodeView) bool {
 	}
 	for _, name := range plan.Applied {
 		e, ok := v.existing[name]
-		if !ok || e.Status.PolicyGeneration != v.generation[name] || e.Status.BootID != v.boot ||
-			!IsTrue(e, shared.EnactmentAvailable, "") {
+		if !ok || e.Status.PolicyGeneration != v.generation[name] || e.Status.BootID != v.boot {
+			return false
+		}
+		if d := h.drifted(name); d != "" {
+			if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c == nil || c.Status != metav1.ConditionTrue || c.Message != driftMessage(d) {
+				return false
+			}
+			continue
+		}
+		if !IsTrue(e, shared.EnactmentAvailable, "") {
 			return false
 		}
 	}

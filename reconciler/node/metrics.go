@@ -24,6 +24,10 @@ var (
 		Name: "nmoverlay_overlay_degraded",
 		Help: "1 while the node's keyfile overlay is degraded (policies are refused), else 0.",
 	})
+	driftTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "nmoverlay_drift_total",
+		Help: "Policies found changed outside nmoverlay, by action: reported (Failing) or reapplied.",
+	}, []string{"action"})
 	nnsWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nmoverlay_nodenetworkstate_writes_total",
 		Help: "Writes of the node's NodeNetworkState (each one a change of its network state).",
@@ -31,5 +35,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(applyDuration, rollbacks, bootReconvergence, overlayDegraded, nnsWrites)
+	metrics.Registry.MustRegister(applyDuration, rollbacks, bootReconvergence, overlayDegraded, driftTotal, nnsWrites)
 }

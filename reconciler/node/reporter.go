@@ -31,6 +31,8 @@ type Reporter struct {
 	NMVersion func() (string, error)
 	// Overlay reports the node's keyfile overlay (nm-overlay's status and marker).
 	Overlay func() (*v1beta1.OverlayStatus, error)
+	// Drift lists what policies committed and was changed since (Handler.Drifted).
+	Drift func() []string
 	// Resync re-reads even without a signal, to heal a missed one. Default 10 minutes.
 	Resync time.Duration
 	// MinInterval spaces writes: changes during it are read and written together at its
@@ -99,6 +101,9 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 			return false, err
 		}
 	}
+	if r.Drift != nil {
+		status.Drift = r.Drift()
+	}
 	nns := &v1beta1.NodeNetworkState{}
 	err = r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, nns)
 	if apierrors.IsNotFound(err) {
@@ -114,7 +119,7 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 		return false, err
 	}
 	if sameState(nns.Status.CurrentState.Raw, raw) && nns.Status.HostNetworkManagerVersion == status.HostNetworkManagerVersion &&
-		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) {
+		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) && equality.Semantic.DeepEqual(nns.Status.Drift, status.Drift) {
 		return false, nil
 	}
 	status.LastSuccessfulUpdateTime = metav1.Now()

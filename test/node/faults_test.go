@@ -17,13 +17,9 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
-	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 
 // The fault tier (make test-faults): each fault injected for real on a node-tier node
@@ -41,51 +37,19 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		badGateway  = "192.0.2.99" // never answers
 	)
 	var (
-		n          *overlayNode
-		env        *envtest.Environment
-		k8s        client.Client
-		ctx        = context.Background()
-		handlerBin string
-		kubeconfig string
-		proc       *exec.Cmd
-		procLog    string
+		n   *processNode
+		k8s client.Client
+		ctx = context.Background()
 	)
-	startHandler := func() {
-		GinkgoHelper()
-		var err error
-		proc, err = n.startHandlerProcess(handlerBin, kubeconfig, nodeName, procLog, "--probe-timeout", probeTimeout.String())
-		Expect(err).NotTo(HaveOccurred())
-	}
-	killHandler := func() {
-		_ = proc.Process.Signal(syscall.SIGKILL)
-		_ = proc.Wait()
-	}
+	startHandler := func() { n.startHandler() }
+	killHandler := func() { n.killHandler() }
 	restartNM := func() {
 		GinkgoHelper()
 		n.StopNM()
 		Expect(n.StartNM(ctx, n.layout.NMEnvFile())).To(Succeed())
 	}
-	// enactment is the policy's True condition and its message.
-	enactment := func(policy string) func() string {
-		return func() string {
-			e := &v1beta1.NodeNetworkConfigurationEnactment{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
-				return "<none>"
-			}
-			for _, c := range e.Status.Conditions {
-				if c.Status == metav1.ConditionTrue {
-					return c.Type + ": " + c.Message
-				}
-			}
-			return "<no condition>"
-		}
-	}
-	create := func(name, desired string) {
-		GinkgoHelper()
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		p.Spec.DesiredState = shared.State{Raw: []byte(desired)}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-	}
+	enactment := func(policy string) func() string { return n.enactment(policy) }
+	create := func(name, desired string) { n.create(name, desired) }
 	remove := func(name string) {
 		GinkgoHelper()
 		Expect(k8s.Delete(ctx, &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
@@ -102,6 +66,11 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 	upper := func() string {
 		out, _ := n.Run(ctx, "sh", "-c", "cat "+n.layout.Upper()+"/*.nmconnection 2>/dev/null")
 		return out
+	}
+	nnsDrift := func() []string {
+		nns := &v1beta1.NodeNetworkState{}
+		_ = k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns)
+		return nns.Status.Drift
 	}
 	// bus is a connection to the node's NetworkManager, as another tool would have.
 	bus := func() *dbus.Conn {
@@ -155,44 +124,14 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-faults")
-		dir := GinkgoT().TempDir()
-		handlerBin, kubeconfig, procLog = filepath.Join(dir, "handler"), filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "handler.log")
-		Expect(goBuild("github.com/nmoverlay/nmoverlay/cmd/handler", handlerBin)).To(Succeed())
-
-		env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-		scheme, err := api.NewScheme()
-		Expect(err).NotTo(HaveOccurred())
-		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(readyNode(ctx, k8s, nodeName)).To(Succeed())
-		Expect(fabric.Kubeconfig(env, "nmoverlay-handler", kubeconfig)).To(Succeed())
-
-		n, err = newOverlayNode(nodeName, helper, nil)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(n.close)
-		stopFabric, err := fabric.ServeAPI(n.fabric, cfg.Host)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(stopFabric)
-		Expect(n.start(ctx)).To(Succeed())
-		Eventually(n.reachesAPI, "15s").Should(Succeed(), "the node reaches the API server across the fabric")
-		startHandler()
-		DeferCleanup(func() { killHandler() })
-
+		n = newProcessNode(nodeName, "--probe-timeout", probeTimeout.String())
+		k8s = n.k8s
 		// The committed state every fault must leave intact or replace entirely.
 		create("uplink", `{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
 			"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.254","next-hop-interface":"eth1","metric":100}]}}`)
 		Eventually(enactment("uplink"), "60s").Should(HavePrefix("Available"))
 	})
-	AfterEach(func() {
-		if CurrentSpecReport().Failed() {
-			b, _ := os.ReadFile(procLog)
-			GinkgoWriter.Printf("handler log:\n%s\nNetworkManager log:\n%s\n", b, n.NMLog())
-		}
-	})
+	AfterEach(func() { n.printOnFailure() })
 	// onLastCommitted: the node runs the uplink policy alone.
 	onLastCommitted := func(gone string) {
 		GinkgoHelper()
@@ -226,8 +165,7 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		restartNM()
 		lateGatewayUp(true) // the probes pass now
 		Eventually(enactment("late-gateway"), probeTimeout+20*time.Second).Should(HavePrefix("Available"))
-		b, _ := os.ReadFile(procLog)
-		Expect(string(b)).To(ContainSubstring("checkpoint lost, but the change is fully in effect: committed"))
+		Expect(n.handlerLog()).To(ContainSubstring("checkpoint lost, but the change is fully in effect: committed"))
 		Expect(routes()).To(ContainSubstring("via " + lateGateway))
 		Expect(upper()).To(ContainSubstring(lateGateway))
 		noCheckpointLeft()
@@ -249,8 +187,7 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		GinkgoWriter.Println("committed", time.Since(start).Round(100*time.Millisecond), "after the new handler started")
 		Expect(routes()).To(ContainSubstring("via " + lateGateway))
 		noCheckpointLeft()
-		b, _ := os.ReadFile(procLog)
-		Expect(string(b)).NotTo(ContainSubstring("another tool holds"))
+		Expect(n.handlerLog()).NotTo(ContainSubstring("another tool holds"))
 		remove("killed")
 		onLastCommitted(lateGateway)
 	})
@@ -330,6 +267,41 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		Expect(out).To(ContainSubstring("br-cut"))
 		noCheckpointLeft()
 		remove("cut-off")
+	})
+
+	It("drift: a change outside nmoverlay is reported at once, and undone once the policy opts in", func() {
+		create("drifty", `{"interfaces":[{"name":"br-drift","type":"linux-bridge","state":"up","bridge":{"options":{"stp":{"enabled":false}}},
+			"ipv4":{"enabled":true,"address":[{"ip":"198.51.100.1","prefix-length":24}]}}]}`)
+		Eventually(enactment("drifty"), "30s").Should(HavePrefix("Available"))
+		brAddr := func() string { out, _ := n.Run(ctx, "ip", "-4", "addr", "show", "br-drift"); return out }
+		Expect(brAddr()).To(ContainSubstring("198.51.100.1/24"))
+
+		_, err := n.Run(ctx, "ip", "addr", "del", "198.51.100.1/24", "dev", "br-drift")
+		Expect(err).NotTo(HaveOccurred())
+		start := time.Now()
+		Eventually(enactment("drifty"), "5s", "50ms").Should(SatisfyAll(HavePrefix("Failing"),
+			ContainSubstring("changed outside nmoverlay"), ContainSubstring("198.51.100.1/24")))
+		GinkgoWriter.Println("drift on the enactment", time.Since(start).Round(10*time.Millisecond), "after ip addr del")
+		Eventually(nnsDrift, "10s", "50ms").Should(ContainElement(HavePrefix("drifty: changed outside nmoverlay")))
+		GinkgoWriter.Println("drift on the NodeNetworkState", time.Since(start).Round(10*time.Millisecond), "after ip addr del")
+		Expect(n.handlerMetric(`nmoverlay_drift_total{action="reported"}`)).To(BeNumerically(">=", 1))
+		Consistently(brAddr, "2s").ShouldNot(ContainSubstring("198.51.100.1/24"), "undone without the policy opting in")
+		Expect(enactment("uplink")()).To(HavePrefix("Available"), "another policy's enactment is not touched")
+
+		// The policy opts in; the next change outside nmoverlay is undone.
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "drifty"}, p)).To(Succeed())
+		p.Annotations = map[string]string{"nmoverlay.io/drift": "reapply"}
+		Expect(k8s.Update(ctx, p)).To(Succeed())
+		_, err = n.Run(ctx, "nmcli", "con", "down", "br-drift")
+		Expect(err).NotTo(HaveOccurred())
+		start = time.Now()
+		Eventually(brAddr, "15s", "50ms").Should(ContainSubstring("198.51.100.1/24"))
+		GinkgoWriter.Println("re-applied", time.Since(start).Round(10*time.Millisecond), "after nmcli con down")
+		Eventually(enactment("drifty"), "10s").Should(HavePrefix("Available"))
+		Eventually(nnsDrift, "15s").Should(BeEmpty())
+		noCheckpointLeft()
+		remove("drifty")
 	})
 
 	It("a file is written into the persistent dir while the overlay is mounted: reported at once, policies refused", func() {

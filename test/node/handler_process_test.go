@@ -5,105 +5,38 @@ package node_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
-	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
-	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 
 // The handler as it runs on a node: its own process (cmd/handler) inside the node's
 // namespaces, on the node's NetworkManager, reaching the API server only across the fabric.
 var _ = Describe("the handler process on a node, reaching the API server only through the fabric", Ordered, func() {
-	const nodeName = "proc"
 	var (
-		n          *overlayNode
-		env        *envtest.Environment
-		k8s        client.Client
-		ctx        = context.Background()
-		handlerBin string
-		kubeconfig string
-		proc       *exec.Cmd
-		procLog    string
+		n   *processNode
+		k8s client.Client
+		ctx = context.Background()
 	)
-	startHandler := func() {
-		var err error
-		proc, err = n.startHandlerProcess(handlerBin, kubeconfig, nodeName, procLog)
-		Expect(err).NotTo(HaveOccurred())
-	}
-	// killHandler ends the process as a node power-off would: no clean shutdown.
-	killHandler := func() {
-		_ = proc.Process.Kill()
-		_ = proc.Wait()
-	}
-	enactment := func(policy string) func() string {
-		return func() string {
-			e := &v1beta1.NodeNetworkConfigurationEnactment{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + "." + policy}, e); err != nil {
-				return "<none>"
-			}
-			for _, c := range e.Status.Conditions {
-				if c.Status == metav1.ConditionTrue {
-					return c.Type + " " + e.Status.BootID + ": " + c.Message
-				}
-			}
-			return "<no condition>"
-		}
-	}
-	create := func(name, desired string) {
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		p.Spec.DesiredState = shared.State{Raw: []byte(desired)}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-	}
+	startHandler := func() { n.startHandler() }
+	killHandler := func() { n.killHandler() }
+	enactment := func(policy string) func() string { return n.enactment(policy) }
+	create := func(name, desired string) { n.create(name, desired) }
 	addrs := func() string {
 		out, _ := n.Run(ctx, "ip", "-4", "addr", "show", "eth1")
 		return out
 	}
 
 	BeforeAll(func() {
-		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-node")
-		dir := GinkgoT().TempDir()
-		handlerBin, kubeconfig, procLog = filepath.Join(dir, "handler"), filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "handler.log")
-		Expect(goBuild("github.com/nmoverlay/nmoverlay/cmd/handler", handlerBin)).To(Succeed())
-
-		env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-		scheme, err := api.NewScheme()
-		Expect(err).NotTo(HaveOccurred())
-		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(readyNode(ctx, k8s, nodeName)).To(Succeed())
-		Expect(fabric.Kubeconfig(env, "nmoverlay-handler", kubeconfig)).To(Succeed())
-
-		n, err = newOverlayNode(nodeName, helper, nil)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(n.close)
-		stopFabric, err := fabric.ServeAPI(n.fabric, cfg.Host)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(stopFabric)
-		Expect(n.start(ctx)).To(Succeed())
-		Eventually(n.reachesAPI, "15s").Should(Succeed(), "the node reaches the API server across the fabric")
-		startHandler()
-		DeferCleanup(killHandler)
+		n = newProcessNode("proc")
+		k8s = n.k8s
 	})
-	AfterEach(func() {
-		if CurrentSpecReport().Failed() {
-			b, _ := os.ReadFile(procLog)
-			GinkgoWriter.Printf("handler log:\n%s\nNetworkManager log:\n%s\n", b, n.NMLog())
-		}
-	})
+	AfterEach(func() { n.printOnFailure() })
 
 	It("applies a policy; its profile lives only in the tmpfs layer", func() {
 		create("proc-uplink", `{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],

@@ -1,0 +1,144 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// DriftAnnotation on a policy opts it in to being re-applied when what it committed is
+// changed outside nmoverlay (nmcli con down, ip addr del, a profile modified over D-Bus);
+// without it (or the handler's --reapply-drift) drift is reported, not undone.
+const DriftAnnotation = "nmoverlay.io/drift"
+
+// DriftReapply is DriftAnnotation's value that opts in.
+const DriftReapply = "reapply"
+
+// drift is what the handler knows of out-of-band changes, per policy in effect; the
+// NodeNetworkState reporter reads it from its own goroutine.
+type drift struct {
+	changed atomic.Bool // NetworkManager signalled a change since the last check
+	mu      sync.Mutex
+	byName  map[string]string // policy -> what differs
+}
+
+// Drifted lists, per policy, what differs from what it committed ("policy: diffs"),
+// sorted; for the NodeNetworkState.
+func (h *Handler) Drifted() []string {
+	h.drift.mu.Lock()
+	defer h.drift.mu.Unlock()
+	var out []string
+	for name, msg := range h.drift.byName {
+		out = append(out, name+": "+msg)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (h *Handler) drifted(name string) string {
+	h.drift.mu.Lock()
+	defer h.drift.mu.Unlock()
+	return h.drift.byName[name]
+}
+
+func (h *Handler) setDrifted(name, msg string) {
+	h.drift.mu.Lock()
+	if msg == "" {
+		delete(h.drift.byName, name)
+	} else {
+		if h.drift.byName == nil {
+			h.drift.byName = map[string]string{}
+		}
+		h.drift.byName[name] = msg
+	}
+	h.drift.mu.Unlock()
+	h.driftChanged()
+}
+
+// clearDrift forgets all drift: a committed apply verified the whole state again.
+func (h *Handler) clearDrift() {
+	h.drift.mu.Lock()
+	had := len(h.drift.byName) > 0
+	h.drift.byName = nil
+	h.drift.mu.Unlock()
+	if had {
+		h.driftChanged()
+	}
+}
+
+func (h *Handler) driftChanged() {
+	if h.DriftChanged != nil {
+		h.DriftChanged()
+	}
+}
+
+// checkDrift compares what each policy in effect committed with the node as it is now,
+// after NetworkManager signalled a change. A policy that opted in (or every policy, with
+// ReapplyDrift) is applied again in this pass (reapply true); the others are reported
+// Failing with what differs, until the node matches again or the next apply repairs them.
+func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *nodeView) (reapply bool, err error) {
+	if h.Show == nil || !h.drift.changed.Swap(false) {
+		return false, nil
+	}
+	current, err := h.Show(ctx)
+	if err != nil {
+		return false, err
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot)
+	for name, e := range v.existing {
+		if e.Status.BootID != v.boot || len(e.Status.DesiredState.Raw) == 0 ||
+			(!IsTrue(e, shared.EnactmentAvailable, "") && h.drifted(name) == "") {
+			continue // not in effect in this boot
+		}
+		committed, err := state.Parse(e.Status.DesiredState.Raw)
+		if err != nil {
+			continue
+		}
+		diffs := state.Verify(committed, current)
+		if len(diffs) == 0 {
+			if h.drifted(name) != "" {
+				log.Info("drift gone: the node matches the policy again", "policy", name)
+				h.setDrifted(name, "") // the pass reports it Available again
+			}
+			continue
+		}
+		msg := "changed outside nmoverlay: " + strings.Join(diffs, "; ")
+		pol := v.byName[name]
+		if h.ReapplyDrift || (pol != nil && pol.Annotations[DriftAnnotation] == DriftReapply) {
+			log.Info("drift: re-applying", "policy", name, "drift", msg)
+			driftTotal.WithLabelValues("reapplied").Inc()
+			h.warn(pol, v.node, "Drift", fmt.Errorf("%s; re-applying", msg))
+			reapply = true
+			continue
+		}
+		if h.drifted(name) == msg {
+			continue
+		}
+		log.Info("drift: reported", "policy", name, "drift", msg)
+		driftTotal.WithLabelValues("reported").Inc()
+		h.setDrifted(name, msg)
+		h.warn(pol, v.node, "Drift", fmt.Errorf("%s", msg))
+		SetFailing(e, driftMessage(msg))
+		if err := h.updateStatus(ctx, w, e); err != nil {
+			return reapply, err
+		}
+	}
+	if reapply {
+		h.committed = "" // the pass applies even if the desired state did not change
+	}
+	return reapply, nil
+}
+
+// driftMessage is the enactment's Failing message for a drifted policy.
+func driftMessage(msg string) string {
+	return msg + " (annotate the policy " + DriftAnnotation + "=" + DriftReapply + " to have it re-applied; the next apply on this node repairs it too)"
+}

@@ -1,0 +1,118 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/test/fabric"
+)
+
+// processNode is an overlay node whose handler runs as it does on a real node: its own
+// process (cmd/handler) inside the node's namespaces, on the node's NetworkManager,
+// reaching a real API server only across the fabric.
+type processNode struct {
+	*overlayNode
+	name string
+	k8s  client.Client
+	// handler process
+	bin, kubeconfig, log string
+	args                 []string
+	proc                 *exec.Cmd
+}
+
+// newProcessNode sets the node, the API server and the fabric up and starts the handler
+// with args; run it in a BeforeAll (it registers the clean-up).
+func newProcessNode(name string, args ...string) *processNode {
+	GinkgoHelper()
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-node")
+	dir := GinkgoT().TempDir()
+	p := &processNode{name: name, args: args, bin: filepath.Join(dir, "handler"),
+		kubeconfig: filepath.Join(dir, "kubeconfig"), log: filepath.Join(dir, "handler.log")}
+	Expect(goBuild("github.com/nmoverlay/nmoverlay/cmd/handler", p.bin)).To(Succeed())
+
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	scheme, err := api.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
+	p.k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(readyNode(context.Background(), p.k8s, name)).To(Succeed())
+	Expect(fabric.Kubeconfig(env, "nmoverlay-handler", p.kubeconfig)).To(Succeed())
+
+	p.overlayNode, err = newOverlayNode(name, helper, nil)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(p.close)
+	stopFabric, err := fabric.ServeAPI(p.fabric, cfg.Host)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopFabric)
+	Expect(p.start(context.Background())).To(Succeed())
+	Eventually(p.reachesAPI, "15s").Should(Succeed(), "the node reaches the API server across the fabric")
+	p.startHandler()
+	DeferCleanup(p.killHandler)
+	return p
+}
+
+func (p *processNode) startHandler() {
+	GinkgoHelper()
+	var err error
+	p.proc, err = p.startHandlerProcess(p.bin, p.kubeconfig, p.name, p.log, p.args...)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// killHandler ends the process as a node power-off would: SIGKILL, no clean shutdown.
+func (p *processNode) killHandler() {
+	_ = p.proc.Process.Kill()
+	_ = p.proc.Wait()
+}
+
+// handlerLog is what the handler process wrote so far.
+func (p *processNode) handlerLog() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+// printOnFailure prints the handler's and NetworkManager's logs after a failed spec.
+func (p *processNode) printOnFailure() {
+	if CurrentSpecReport().Failed() {
+		GinkgoWriter.Printf("handler log:\n%s\nNetworkManager log:\n%s\n", p.handlerLog(), p.NMLog())
+	}
+}
+
+// enactment is "<True condition> <boot>: <message>" of the policy's enactment on the node.
+func (p *processNode) enactment(policy string) func() string {
+	return func() string {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if err := p.k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(p.name, policy)}, e); err != nil {
+			return "<none>"
+		}
+		for _, c := range e.Status.Conditions {
+			if c.Status == metav1.ConditionTrue {
+				return c.Type + " " + e.Status.BootID + ": " + c.Message
+			}
+		}
+		return "<no condition>"
+	}
+}
+
+func (p *processNode) create(name, desired string) {
+	GinkgoHelper()
+	pol := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	pol.Spec.DesiredState = shared.State{Raw: []byte(desired)}
+	Expect(p.k8s.Create(context.Background(), pol)).To(Succeed())
+}
