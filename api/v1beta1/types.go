@@ -110,6 +110,10 @@ type NodeNetworkStateStatus struct {
 	// is Failing meanwhile, unless the policy opted in to being re-applied.
 	// +optional
 	Drift []string `json:"drift,omitempty"`
+	// Summarized says what of currentState was left out, and why: a node whose state would
+	// not fit in one API request (MaxStateBytes) reports the most useful part of it.
+	// +optional
+	Summarized string `json:"summarized,omitempty"`
 }
 
 // NodeNetworkState is a node's network state; its name is the node's.

@@ -8,9 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
@@ -95,9 +98,8 @@ func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *n
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot)
 	for name, e := range v.existing {
-		if e.Status.BootID != v.boot || len(e.Status.DesiredState.Raw) == 0 ||
-			(!IsTrue(e, shared.EnactmentAvailable, "") && h.drifted(name) == "") {
-			continue // not in effect in this boot
+		if !committedIn(e, v.boot) {
+			continue
 		}
 		committed, err := state.Parse(e.Status.DesiredState.Raw)
 		if err != nil {
@@ -111,7 +113,7 @@ func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *n
 			}
 			continue
 		}
-		msg := "changed outside nmoverlay: " + strings.Join(diffs, "; ")
+		msg := driftPrefix + strings.Join(diffs, "; ")
 		pol := v.byName[name]
 		if h.ReapplyDrift || (pol != nil && pol.Annotations[DriftAnnotation] == DriftReapply) {
 			log.Info("drift: re-applying", "policy", name, "drift", msg)
@@ -136,6 +138,22 @@ func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *n
 		h.committed = "" // the pass applies even if the desired state did not change
 	}
 	return reapply, nil
+}
+
+// driftPrefix begins what differs on a drifted policy, and its enactment's message.
+const driftPrefix = "changed outside nmoverlay: "
+
+// committedIn says whether e's recorded desired state is committed on the node in boot:
+// Available, or Failing only because it drifted since (still what nmoverlay committed).
+func committedIn(e *v1beta1.NodeNetworkConfigurationEnactment, boot string) bool {
+	if e.Status.BootID != boot || len(e.Status.DesiredState.Raw) == 0 {
+		return false
+	}
+	if IsTrue(e, shared.EnactmentAvailable, "") {
+		return true
+	}
+	c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing)
+	return c != nil && c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, driftPrefix)
 }
 
 // driftMessage is the enactment's Failing message for a drifted policy.

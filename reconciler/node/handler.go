@@ -543,7 +543,7 @@ func (h *Handler) lastCommitted(v *nodeView) state.State {
 	}
 	var pols []Policy
 	for name, e := range v.existing {
-		if e.Status.BootID == v.boot && IsTrue(e, shared.EnactmentAvailable, "") && len(e.Status.DesiredState.Raw) > 0 {
+		if committedIn(e, v.boot) {
 			pols = append(pols, Policy{Name: name, DesiredState: e.Status.DesiredState.Raw})
 		}
 	}
@@ -758,11 +758,8 @@ func (h *Handler) enactment(ctx context.Context, w *readyourwrites.Writes, v *no
 			alt := shared.EnactmentKey(h.NodeName, policy) + "-" + randomSuffix()
 			ctrl.LoggerFrom(ctx).Info("enactment name taken by another node's enactment; using another name",
 				"node", h.NodeName, "policy", policy, "taken", taken.Name, "takenBy", taken.Labels[shared.NodeLabel], "name", alt)
-			if h.Events != nil {
-				h.Events.Eventf(v.byName[policy], v.node, corev1.EventTypeWarning, "EnactmentNameTaken", "Apply",
-					"node %s: enactment name %s is taken by node %q (policy %q); this node's enactment is %s",
-					h.NodeName, taken.Name, taken.Labels[shared.NodeLabel], taken.Labels[shared.PolicyLabel], alt)
-			}
+			h.warn(v.byName[policy], v.node, "EnactmentNameTaken", fmt.Errorf("enactment name %s is taken by node %q (policy %q); this node's enactment is %s",
+				taken.Name, taken.Labels[shared.NodeLabel], taken.Labels[shared.PolicyLabel], alt))
 			e, err = h.createEnactment(ctx, v, policy, alt)
 		}
 	}

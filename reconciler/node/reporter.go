@@ -33,6 +33,9 @@ type Reporter struct {
 	Overlay func() (*v1beta1.OverlayStatus, error)
 	// Drift lists what policies committed and was changed since (Handler.Drifted).
 	Drift func() []string
+	// MaxStateBytes bounds currentState; what does not fit is left out and said so in
+	// status.summarized. Default MaxStateBytes.
+	MaxStateBytes int
 	// Resync re-reads even without a signal, to heal a missed one. Default 10 minutes.
 	Resync time.Duration
 	// MinInterval spaces writes: changes during it are read and written together at its
@@ -88,11 +91,15 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	raw, err := json.Marshal(current)
+	max := r.MaxStateBytes
+	if max <= 0 {
+		max = MaxStateBytes
+	}
+	raw, summarized, err := fitState(current, max)
 	if err != nil {
 		return false, err
 	}
-	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}}
+	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized}
 	if r.NMVersion != nil {
 		status.HostNetworkManagerVersion, _ = r.NMVersion()
 	}
@@ -119,7 +126,8 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 		return false, err
 	}
 	if sameState(nns.Status.CurrentState.Raw, raw) && nns.Status.HostNetworkManagerVersion == status.HostNetworkManagerVersion &&
-		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) && equality.Semantic.DeepEqual(nns.Status.Drift, status.Drift) {
+		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) && equality.Semantic.DeepEqual(nns.Status.Drift, status.Drift) &&
+		nns.Status.Summarized == status.Summarized {
 		return false, nil
 	}
 	status.LastSuccessfulUpdateTime = metav1.Now()

@@ -306,6 +306,36 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		}, "10s").Should(Equal(int64(2)))
 	})
 
+	It("takes another name when its enactment's name is held by another node's (names with dots collide), and says so", func() {
+		// Node worker.a with policy x and node worker with policy a.x both name theirs
+		// worker.a.x: here node-c.p is already node "node-c.q"'s (its policy "p" reads "q.p").
+		theirs := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey("node-c", "p"),
+			Labels: map[string]string{shared.NodeLabel: "node-c.q", shared.PolicyLabel: "q.p"}}}
+		Expect(k8s.Create(ctx, theirs)).To(Succeed())
+		Expect(k8s.Create(ctx, policy("p", map[string]string{"kubernetes.io/hostname": "node-c"}, `{"interfaces":[{"name":"eth5","type":"ethernet","mtu":1400}]}`))).To(Succeed())
+		var mine v1beta1.NodeNetworkConfigurationEnactment
+		Eventually(func() string {
+			list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+			Expect(k8s.List(ctx, list, client.MatchingLabels{shared.NodeLabel: "node-c", shared.PolicyLabel: "p"})).To(Succeed())
+			if len(list.Items) != 1 {
+				return fmt.Sprintf("%d enactments", len(list.Items))
+			}
+			mine = list.Items[0]
+			return mine.Name
+		}, "10s").Should(MatchRegexp(`^node-c\.p-[a-z0-9]{8}$`))
+		Eventually(func() *v1beta1.NodeNetworkConfigurationEnactment {
+			e := &v1beta1.NodeNetworkConfigurationEnactment{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&mine), e)).To(Succeed())
+			return e
+		}, "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Eventually(func() []string { return policyEvents("p") }, "10s").Should(ContainElement(
+			ContainSubstring(`Warning EnactmentNameTaken node node-c: enactment name node-c.p is taken by node "node-c.q" (policy "q.p"); this node's enactment is ` + mine.Name)))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+		Expect(theirs.Status.Conditions).To(BeEmpty(), "the other node's enactment was written")
+		Expect(k8s.Delete(ctx, policy("p", nil, `{}`))).To(Succeed())
+		Expect(k8s.Delete(ctx, theirs)).To(Succeed())
+	})
+
 	It("keeps working when an enactment is deleted by hand", func() {
 		e := enactment("node-a", "br1")()
 		Expect(k8s.Delete(ctx, e)).To(Succeed())

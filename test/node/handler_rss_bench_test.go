@@ -12,13 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -47,40 +43,11 @@ func procKiB(pid int, field string) float64 {
 // interfaces, after applying a policy and reporting the node's state, next to the node's
 // NetworkManager measured in the same run. Run with -benchtime 1x.
 func BenchmarkHandlerRSS200(b *testing.B) {
-	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Fatal("KUBEBUILDER_ASSETS is unset: run make bench")
-	}
-	dir := b.TempDir()
-	helperBin, handlerBin, kubeconfig := filepath.Join(dir, "nm-overlay"), filepath.Join(dir, "handler"), filepath.Join(dir, "kubeconfig")
-	for pkg, out := range map[string]string{"cmd/nm-overlay": helperBin, "cmd/handler": handlerBin} {
-		if err := goBuild("github.com/nmoverlay/nmoverlay/"+pkg, out); err != nil {
-			b.Fatal(err)
-		}
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Stop()
-	scheme, err := api.NewScheme()
-	if err != nil {
-		b.Fatal(err)
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
 	const nodeName = "rss"
-	if err := readyNode(ctx, k8s, nodeName); err != nil {
-		b.Fatal(err)
-	}
-	if err := fabric.Kubeconfig(env, "nmoverlay-handler", kubeconfig); err != nil {
-		b.Fatal(err)
-	}
-	n, err := newOverlayNode(nodeName, helperBin, func(n *nmhost.Node) error {
+	c := newBenchCluster(b, nodeName)
+	k8s, dir, handlerBin, kubeconfig := c.k8s, c.dir, c.handler, c.kubeconfig
+	n, err := newOverlayNode(nodeName, c.helper, func(n *nmhost.Node) error {
 		_, err := n.Run(ctx, "sh", "-c", `for i in $(seq 1 100); do ip link add v$i type veth peer name v${i}p; done`)
 		return err
 	})
@@ -88,7 +55,7 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer n.close()
-	stopFabric, err := fabric.ServeAPI(n.fabric, cfg.Host)
+	stopFabric, err := fabric.ServeAPI(n.fabric, c.cfg.Host)
 	if err != nil {
 		b.Fatal(err)
 	}

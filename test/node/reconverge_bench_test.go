@@ -5,20 +5,14 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -60,34 +54,10 @@ for j in $(seq 0 29); do ip link add e$j type veth peer name e${j}x; ip link set
 // retried after the others, at once: kinder to the peer than a backoff) on the same node
 // in the same run. Run with -benchtime 1x.
 func BenchmarkRebootReconvergence(b *testing.B) {
-	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Fatal("KUBEBUILDER_ASSETS is unset: run make bench")
-	}
-	dir := b.TempDir()
-	helperBin := filepath.Join(dir, "nm-overlay")
-	if err := goBuild("github.com/nmoverlay/nmoverlay/cmd/nm-overlay", helperBin); err != nil {
-		b.Fatal(err)
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Stop()
-	scheme, err := api.NewScheme()
-	if err != nil {
-		b.Fatal(err)
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
 	const nodeName, peerNode = "reboot", "reboot-peer"
-	if err := readyNode(ctx, k8s, nodeName); err != nil {
-		b.Fatal(err)
-	}
+	c := newBenchCluster(b, nodeName)
+	k8s, cfg, helperBin := c.k8s, c.cfg, c.helper
 	policies := rebootPolicies()
 	for name, doc := range policies {
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -1,0 +1,158 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/fabric"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
+)
+
+// etcdRequestLimit is etcd's default request size limit (--max-request-bytes): a
+// NodeNetworkState over it is refused by the API server.
+const etcdRequestLimit = 1.5 * (1 << 20)
+
+// BenchmarkScale: a node with 1,000 veth pairs (2,000 interfaces) and the handler as its
+// own process. A policy with 500 interfaces (an address on each) is applied in one
+// transaction: time from its creation to Available, the handler's RSS. The
+// NodeNetworkState the API server accepted: its size against etcd's request limit, and
+// what was left out. The naive way, measured in the same run: the same 500 addresses
+// with one nmcli call per interface. Run with -benchtime 1x.
+func BenchmarkScale(b *testing.B) {
+	const pairs, policyIfaces = 1000, 500
+	ctx := context.Background()
+	const nodeName = "scale"
+	c := newBenchCluster(b, nodeName)
+	k8s, dir, handlerBin, kubeconfig := c.k8s, c.dir, c.handler, c.kubeconfig
+	n, err := newOverlayNode(nodeName, c.helper, func(n *nmhost.Node) error {
+		var batch strings.Builder
+		for i := range pairs {
+			fmt.Fprintf(&batch, "link add s%d type veth peer name s%dp\nlink set s%dp up\n", i, i, i)
+		}
+		cmd := n.Command(ctx, "ip", "-batch", "-")
+		cmd.Stdin = strings.NewReader(batch.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("ip -batch: %v: %s", err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.close()
+	stopFabric, err := fabric.ServeAPI(n.fabric, c.cfg.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stopFabric()
+	bootStart := time.Now()
+	if err := n.start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("node with %d interfaces: NetworkManager up %.1fs after boot\n", 2*pairs, time.Since(bootStart).Seconds())
+	waitUntil(b, time.Minute, func() (bool, error) { return n.reachesAPI() == nil, nil }, func() string { return "" })
+
+	uplink := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale-uplink"}}
+	uplink.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
+		"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.254","next-hop-interface":"eth1","metric":100}]}}`)}
+	if err := k8s.Create(ctx, uplink); err != nil {
+		b.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "handler.log")
+	proc, err := n.startHandlerProcess(handlerBin, kubeconfig, nodeName, logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
+	diag := func() string { l, _ := os.ReadFile(logPath); return string(l) }
+	available := func(policy string) func() (bool, error) {
+		return func() (bool, error) {
+			e := &v1beta1.NodeNetworkConfigurationEnactment{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
+				return false, err
+			}
+			if node.IsTrue(e, shared.EnactmentFailing, "") {
+				b.Fatalf("%s failed: %v", policy, e.Status.Conditions)
+			}
+			return node.IsTrue(e, shared.EnactmentAvailable, ""), nil
+		}
+	}
+	waitUntil(b, 3*time.Minute, available("scale-uplink"), diag)
+
+	// One policy, 500 interfaces.
+	type iface struct {
+		Name string         `json:"name"`
+		Type string         `json:"type"`
+		Stat string         `json:"state"`
+		IPv4 map[string]any `json:"ipv4"`
+	}
+	var ifaces []iface
+	for i := range policyIfaces {
+		ifaces = append(ifaces, iface{Name: fmt.Sprintf("s%d", i), Type: "ethernet", Stat: "up", IPv4: map[string]any{"enabled": true,
+			"address": []map[string]any{{"ip": fmt.Sprintf("10.%d.%d.1", i/250, i%250), "prefix-length": 24}}}})
+	}
+	desired, _ := json.Marshal(map[string]any{"interfaces": ifaces})
+	big := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale-500"}}
+	big.Spec.DesiredState = shared.State{Raw: desired}
+	start := time.Now()
+	if err := k8s.Create(ctx, big); err != nil {
+		b.Fatal(err)
+	}
+	waitUntil(b, 10*time.Minute, available("scale-500"), diag)
+	applyTime := time.Since(start)
+	pid := proc.Process.Pid
+	rss, hwm := procKiB(pid, "VmRSS")/1024, procKiB(pid, "VmHWM")/1024
+	fmt.Printf("policy with %d interfaces, one transaction: Available %.1fs after it was created; handler RSS %.1f MiB, peak %.1f MiB; NetworkManager RSS %.1f MiB\n",
+		policyIfaces, applyTime.Seconds(), rss, hwm, procKiB(n.NMPID(), "VmRSS")/1024)
+
+	// The NodeNetworkState, once it shows the addresses.
+	var nns v1beta1.NodeNetworkState
+	waitUntil(b, 2*time.Minute, func() (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &nns); err != nil {
+			return false, err
+		}
+		return strings.Contains(string(nns.Status.CurrentState.Raw), fmt.Sprintf(`"10.%d.%d.1"`, (policyIfaces-1)/250, (policyIfaces-1)%250)), nil
+	}, diag)
+	whole, _ := json.Marshal(nns)
+	summarized := nns.Status.Summarized
+	if summarized == "" {
+		summarized = "nothing"
+	}
+	fmt.Printf("NodeNetworkState of %d interfaces: %d bytes (currentState %d), %.2fx etcd's request limit; left out: %s\n",
+		strings.Count(string(nns.Status.CurrentState.Raw), `"name":"`), len(whole), len(nns.Status.CurrentState.Raw), float64(len(whole))/etcdRequestLimit, summarized)
+
+	// The naive way: the same addresses, one nmcli call per interface, on the same node.
+	var script strings.Builder
+	for i := range policyIfaces {
+		fmt.Fprintf(&script, "nmcli con add type ethernet ifname s%d con-name naive-s%d ipv4.method manual ipv4.addresses 10.%d.%d.2/24 ipv6.method disabled >/dev/null\n",
+			i, i, 100+i/250, i%250)
+		fmt.Fprintf(&script, "nmcli -w 30 con up naive-s%d >/dev/null\n", i)
+	}
+	_ = proc.Process.Kill() // the handler would take its interfaces back
+	_ = proc.Wait()
+	naiveStart := time.Now()
+	if out, err := n.Run(ctx, "sh", "-c", script.String()); err != nil {
+		b.Fatalf("nmcli: %v: %s", err, out)
+	}
+	naive := time.Since(naiveStart)
+	fmt.Printf("  naive: one nmcli con add + up per interface %.1fs (handler/naive %.2fx, and the handler's time includes the probes and the API round trips)\n",
+		naive.Seconds(), applyTime.Seconds()/naive.Seconds())
+	b.ReportMetric(applyTime.Seconds(), "s-apply500")
+	b.ReportMetric(rss, "MiB-rss")
+	b.ReportMetric(float64(len(whole)), "B-nns")
+}
