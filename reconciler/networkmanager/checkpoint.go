@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -180,9 +179,10 @@ func (c *Client) createCheckpoint(ctx context.Context, rec record, timeout time.
 	id := checkpointID{Owner: owner}
 	flags := uint32(checkpointDeleteNewConnections | checkpointDisconnectNewDevices)
 	if err := c.call(ctx, nmPath, nmIface+".CheckpointCreate", []dbus.ObjectPath{}, uint32(timeout/time.Second), flags).Store(&id.Path); err != nil {
-		// Another tool created one between prepare and here.
-		if strings.Contains(err.Error(), "already included in checkpoint") {
-			return checkpointID{}, &CheckpointBusyError{}
+		// Refused because another tool created one between prepare and here (NetworkManager
+		// allows one checkpoint per device): name it.
+		if _, cps, lerr := c.checkpoints(ctx); lerr == nil && len(cps) > 0 {
+			return checkpointID{}, &CheckpointBusyError{Path: cps[0].Path, RollbackTimeout: cps[0].rollbackTimeout}
 		}
 		return checkpointID{}, fmt.Errorf("creating a checkpoint: %w", err)
 	}
