@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,14 @@ type drift struct {
 	changed atomic.Bool // NetworkManager signalled a change since the last check
 	mu      sync.Mutex
 	byName  map[string]string // policy -> what differs
+	// suspect: when a difference was first seen, per policy. It counts as drift only once
+	// it has lasted driftConfirm: right after a rollback or a restart of NetworkManager
+	// the interfaces are still activating, which is not drift.
+	suspect map[string]time.Time
 }
+
+// driftConfirm is how long a difference must last before it is drift.
+const driftConfirm = 2 * time.Second
 
 // Drifted lists, per policy, what differs from what it committed ("policy: diffs"),
 // sorted; for the NodeNetworkState.
@@ -88,14 +96,27 @@ func (h *Handler) driftChanged() {
 // after NetworkManager signalled a change. A policy that opted in (or every policy, with
 // ReapplyDrift) is applied again in this pass (reapply true); the others are reported
 // Failing with what differs, until the node matches again or the next apply repairs them.
-func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *nodeView) (reapply bool, err error) {
+// recheck, when not 0, is when to look again: a difference not yet confirmed.
+func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *nodeView) (reapply bool, recheck time.Duration, err error) {
 	if h.Show == nil || !h.drift.changed.Swap(false) {
-		return false, nil
+		return false, 0, nil
 	}
 	current, err := h.Show(ctx)
 	if err != nil {
-		return false, err
+		h.drift.changed.Store(true)
+		return false, 0, err
 	}
+	seen := map[string]bool{}
+	defer func() {
+		for name := range h.drift.suspect {
+			if !seen[name] {
+				delete(h.drift.suspect, name)
+			}
+		}
+		if recheck > 0 {
+			h.drift.changed.Store(true)
+		}
+	}()
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot)
 	for name, e := range v.existing {
 		if !committedIn(e, v.boot) {
@@ -113,6 +134,21 @@ func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *n
 			}
 			continue
 		}
+		seen[name] = true
+		if h.drift.suspect == nil {
+			h.drift.suspect = map[string]time.Time{}
+		}
+		first, ok := h.drift.suspect[name]
+		if !ok {
+			first = time.Now()
+			h.drift.suspect[name] = first
+		}
+		if wait := driftConfirm - time.Since(first); wait > 0 {
+			if recheck == 0 || wait < recheck {
+				recheck = wait
+			}
+			continue
+		}
 		msg := driftPrefix + strings.Join(diffs, "; ")
 		pol := v.byName[name]
 		if h.ReapplyDrift || (pol != nil && pol.Annotations[DriftAnnotation] == DriftReapply) {
@@ -125,19 +161,20 @@ func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *n
 		if h.drifted(name) == msg {
 			continue
 		}
+		SetFailing(e, driftMessage(msg))
+		if err := h.updateStatus(ctx, w, e); err != nil {
+			h.drift.changed.Store(true) // look again on the retry
+			return reapply, recheck, err
+		}
 		log.Info("drift: reported", "policy", name, "drift", msg)
 		driftTotal.WithLabelValues("reported").Inc()
 		h.setDrifted(name, msg)
 		h.warn(pol, v.node, "Drift", fmt.Errorf("%s", msg))
-		SetFailing(e, driftMessage(msg))
-		if err := h.updateStatus(ctx, w, e); err != nil {
-			return reapply, err
-		}
 	}
 	if reapply {
 		h.committed = "" // the pass applies even if the desired state did not change
 	}
-	return reapply, nil
+	return reapply, recheck, nil
 }
 
 // driftPrefix begins what differs on a drifted policy, and its enactment's message.

@@ -324,13 +324,13 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 			return reconcile.Result{RequeueAfter: restoreRetry}, nil
 		}
 	}
-	reapply, err := h.checkDrift(ctx, w, v)
+	reapply, recheck, err := h.checkDrift(ctx, w, v)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	plan := MakePlan(v.selected)
 	if !reapply && h.upToDate(plan, v) {
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: recheck}, nil
 	}
 
 	// inEffect: applied in this boot at this generation. A new generation takes a rollout
@@ -412,8 +412,10 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if again > 0 && (requeue == 0 || again < requeue) {
-		requeue = again
+	for _, d := range []time.Duration{again, recheck} {
+		if d > 0 && (requeue == 0 || d < requeue) {
+			requeue = d
+		}
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
