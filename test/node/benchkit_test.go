@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
 // benchCluster is what the node-tier benchmarks share: the binaries built as make build
@@ -63,4 +65,26 @@ func newBenchCluster(b *testing.B, nodes ...string) *benchCluster {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// node boots an overlay node cabled to a fabric where the API server answers, and waits
+// until it reaches the API server; extra runs inside it at each boot (more NICs). It is
+// taken down at the benchmark's end.
+func (c *benchCluster) node(b *testing.B, name string, extra func(*nmhost.Node) error) *overlayNode {
+	b.Helper()
+	n, err := newOverlayNode(name, c.helper, extra)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(n.close)
+	stopFabric, err := fabric.ServeAPI(n.fabric, c.cfg.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(stopFabric)
+	if err := n.start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	waitUntil(b, time.Minute, func() (bool, error) { return n.reachesAPI() == nil, nil }, func() string { return "the node does not reach the API server" })
+	return n
 }

@@ -19,7 +19,6 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
-	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -47,28 +46,10 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	const nodeName = "rss"
 	c := newBenchCluster(b, nodeName)
 	k8s, dir, handlerBin, kubeconfig := c.k8s, c.dir, c.handler, c.kubeconfig
-	n, err := newOverlayNode(nodeName, c.helper, func(n *nmhost.Node) error {
+	n := c.node(b, nodeName, func(n *nmhost.Node) error {
 		_, err := n.Run(ctx, "sh", "-c", `for i in $(seq 1 100); do ip link add v$i type veth peer name v${i}p; done`)
 		return err
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer n.close()
-	stopFabric, err := fabric.ServeAPI(n.fabric, c.cfg.Host)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stopFabric()
-	if err := n.start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; n.reachesAPI() != nil; i++ {
-		if i == 100 {
-			b.Fatal("the node does not reach the API server")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rss-uplink"}}
 	p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
 		"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.254","next-hop-interface":"eth1","metric":100}]}}`)}
