@@ -52,7 +52,7 @@ func (e *CheckpointBusyError) Error() string {
 // rolled it back on its own timeout), so NetworkManager can no longer roll the change back
 // or confirm it; the caller must restore a known state itself.
 type CheckpointLostError struct {
-	Op  string // "commit" or "rollback"
+	Op  string // "commit" or "roll back"
 	Why string
 }
 
