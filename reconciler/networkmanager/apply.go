@@ -536,13 +536,13 @@ func planFor(desired state.State, ordered []state.Interface) (map[string]plan, [
 func dnsHolder(desired state.State, ordered []state.Interface) string {
 	if desired.Routes != nil {
 		for _, r := range desired.Routes.Config {
-			if (r.Destination == "0.0.0.0/0" || r.Destination == "::/0") && r.State != "absent" {
+			if r.IsDefault() && r.State != "absent" {
 				return r.NextHopInterface
 			}
 		}
 	}
 	for _, it := range ordered {
-		if it.State != state.Absent && ((it.IPv4 != nil && len(it.IPv4.Address) > 0) || (it.IPv6 != nil && len(it.IPv6.Address) > 0)) {
+		if it.State != state.Absent && it.HasAddress() {
 			return it.Name
 		}
 	}

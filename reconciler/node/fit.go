@@ -29,7 +29,7 @@ func fitState(s state.State, max int) (raw []byte, summary string, err error) {
 		routes := *s.Routes
 		var kept []state.Route
 		for _, r := range routes.Running {
-			if r.Destination == "0.0.0.0/0" || r.Destination == "::/0" {
+			if r.IsDefault() {
 				kept = append(kept, r)
 			}
 		}
@@ -81,12 +81,8 @@ func usefulness(it state.Interface) int {
 	switch {
 	case it.State != state.Up:
 		return 2
-	case hasAddress(it):
+	case it.HasAddress():
 		return 0
 	}
 	return 1
-}
-
-func hasAddress(it state.Interface) bool {
-	return (it.IPv4 != nil && len(it.IPv4.Address) > 0) || (it.IPv6 != nil && len(it.IPv6.Address) > 0)
 }

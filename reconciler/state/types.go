@@ -192,6 +192,14 @@ type Route struct {
 	State            string `json:"state,omitempty"` // "" or "absent"
 }
 
+// IsDefault says whether r is a default route (IPv4 or IPv6).
+func (r Route) IsDefault() bool { return r.Destination == "0.0.0.0/0" || r.Destination == "::/0" }
+
+// HasAddress says whether it states a static IPv4 or IPv6 address.
+func (it Interface) HasAddress() bool {
+	return (it.IPv4 != nil && len(it.IPv4.Address) > 0) || (it.IPv6 != nil && len(it.IPv6.Address) > 0)
+}
+
 // DNSResolver is the dns-resolver section.
 type DNSResolver struct {
 	Config  *DNSConfig `json:"config,omitempty"`

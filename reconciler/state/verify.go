@@ -241,7 +241,7 @@ func DefaultGateway(s State) netip.Addr {
 	bestMetric := map[bool]int{}
 	for _, r := range s.Routes.Running {
 		gw, err := netip.ParseAddr(r.NextHopAddress)
-		if err != nil || gw.IsUnspecified() || (r.Destination != "0.0.0.0/0" && r.Destination != "::/0") {
+		if err != nil || gw.IsUnspecified() || !r.IsDefault() {
 			continue
 		}
 		if r.TableID != nil && *r.TableID != 254 && *r.TableID != 0 {
