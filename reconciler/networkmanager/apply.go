@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,11 +61,11 @@ type Transaction struct {
 func (t *Transaction) Commit(ctx context.Context) error {
 	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
 		_ = t.record.clear() // it notes a checkpoint that no longer exists
-		current, err := t.c.Show(ctx)
+		diffs, err := t.c.unconverged(ctx, t.desired)
 		if err != nil {
-			return &CheckpointLostError{Op: "commit", Why: why + "; reading the state back: " + err.Error()}
+			return &CheckpointLostError{Op: "commit", Why: why + "; " + err.Error()}
 		}
-		if diffs := state.Verify(t.desired, current); len(diffs) > 0 {
+		if len(diffs) > 0 {
 			return &CheckpointLostError{Op: "commit", Why: why + "; the change is no longer in effect: " + strings.Join(diffs, "; ")}
 		}
 		logr.FromContextOrDiscard(ctx).Info("checkpoint lost, but the change is fully in effect: committed", "checkpoint", t.checkpoint.String(), "reason", why)
@@ -154,14 +155,23 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err := c.applyProfiles(ctx, desired, ordered, opts); err != nil {
 		return fail(err.Error())
 	}
-	current, err := c.Show(ctx)
+	diffs, err := c.unconverged(ctx, desired)
 	if err != nil {
-		return fail("reading the state back: " + err.Error())
+		return fail(err.Error())
 	}
-	if diffs := state.Verify(desired, current); len(diffs) > 0 {
+	if len(diffs) > 0 {
 		return fail("did not converge: " + strings.Join(diffs, "; "))
 	}
 	return tx, nil
+}
+
+// unconverged reads the state back and says what of desired is not in effect.
+func (c *Client) unconverged(ctx context.Context, desired state.State) ([]string, error) {
+	current, err := c.Show(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the state back: %w", err)
+	}
+	return state.Verify(desired, current), nil
 }
 
 // profile is one connection profile NetworkManager holds.
@@ -230,7 +240,8 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 		}
 	}
 	var toActivate []activation
-	var before *state.State // read once, only if a profile is unchanged
+	// The state as it is before this apply, read once and only if a profile is unchanged.
+	before := sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })
 	for _, it := range append(ordered, extra...) {
 		dev, hasDev := devByName[it.Name]
 		if it.State == state.Absent {
@@ -296,7 +307,7 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 			}
 			continue
 		}
-		if changed || !c.activeWith(dev, hasDev, path) || drifted(ctx, c, &before, it, desired) {
+		if changed || !c.activeWith(dev, hasDev, path) || drifted(before, it, desired) {
 			toActivate = append(toActivate, activation{name: it.Name, profile: path})
 		}
 	}
@@ -316,13 +327,10 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 // runs what it says (an address deleted, a route removed, outside nmoverlay): activating
 // the profile again puts it back, so a later apply verifies instead of failing on what
 // someone else did.
-func drifted(ctx context.Context, c *Client, current **state.State, it state.Interface, desired state.State) bool {
-	if *current == nil {
-		s, err := c.Show(ctx)
-		if err != nil {
-			return true // cannot tell: activating again is harmless
-		}
-		*current = &s
+func drifted(current func() (state.State, error), it state.Interface, desired state.State) bool {
+	now, err := current()
+	if err != nil {
+		return true // cannot tell: activating again is harmless
 	}
 	one := state.State{Interfaces: []state.Interface{it}}
 	if desired.Routes != nil {
@@ -333,7 +341,7 @@ func drifted(ctx context.Context, c *Client, current **state.State, it state.Int
 			}
 		}
 	}
-	return len(state.Verify(one, **current)) > 0
+	return len(state.Verify(one, now)) > 0
 }
 
 // baseOf finds the profile an owned profile was built on: the one its BaseKey names, or,
