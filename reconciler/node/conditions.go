@@ -51,3 +51,10 @@ func IsTrue(e *v1beta1.NodeNetworkConfigurationEnactment, condType, reason strin
 	c := meta.FindStatusCondition(e.Status.Conditions, condType)
 	return c != nil && c.Status == metav1.ConditionTrue && (reason == "" || c.Reason == reason)
 }
+
+// TrueWith reports whether the enactment's condition of that type is True with exactly
+// msg: writers compare before they write, so a condition already said is not written again.
+func TrueWith(e *v1beta1.NodeNetworkConfigurationEnactment, condType, msg string) bool {
+	c := meta.FindStatusCondition(e.Status.Conditions, condType)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Message == msg
+}

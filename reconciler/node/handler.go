@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -566,8 +565,7 @@ func (h *Handler) reportBusy(ctx context.Context, w *readyourwrites.Writes, v *n
 		if err != nil {
 			return err
 		}
-		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing); c != nil &&
-			c.Status == metav1.ConditionTrue && c.Message == busy.Error() {
+		if TrueWith(e, shared.EnactmentProgressing, busy.Error()) {
 			continue
 		}
 		SetProgressing(e, busy.Error())
@@ -594,7 +592,7 @@ func (h *Handler) upToDate(plan Plan, v *nodeView) bool {
 			return false
 		}
 		if d := h.drifted(name); d != "" {
-			if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c == nil || c.Status != metav1.ConditionTrue || c.Message != driftMessage(d) {
+			if !TrueWith(e, shared.EnactmentFailing, driftMessage(d)) {
 				return false
 			}
 			continue
@@ -605,10 +603,7 @@ func (h *Handler) upToDate(plan Plan, v *nodeView) bool {
 	}
 	for name, msg := range plan.Failed {
 		e, ok := v.existing[name]
-		if !ok || e.Status.PolicyGeneration != v.generation[name] || !IsTrue(e, shared.EnactmentFailing, "") {
-			return false
-		}
-		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c == nil || c.Message != msg {
+		if !ok || e.Status.PolicyGeneration != v.generation[name] || !TrueWith(e, shared.EnactmentFailing, msg) {
 			return false
 		}
 	}
@@ -635,8 +630,7 @@ func (h *Handler) reportFailing(ctx context.Context, w *readyourwrites.Writes, v
 	if err != nil {
 		return err
 	}
-	if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue &&
-		c.Message == msg && e.Status.PolicyGeneration == v.generation[name] {
+	if TrueWith(e, shared.EnactmentFailing, msg) && e.Status.PolicyGeneration == v.generation[name] {
 		return nil // reported already
 	}
 	h.event(v.byName[name], v.node, fmt.Errorf("%s", msg))
@@ -818,8 +812,7 @@ func (h *Handler) settleStale(ctx context.Context, w *readyourwrites.Writes, v *
 
 // setPending marks e Pending with msg, writing only when that changes something.
 func (h *Handler) setPending(ctx context.Context, w *readyourwrites.Writes, e *v1beta1.NodeNetworkConfigurationEnactment, generation int64, msg string) error {
-	if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentPending); c != nil && c.Status == metav1.ConditionTrue &&
-		c.Message == msg && e.Status.PolicyGeneration == generation {
+	if TrueWith(e, shared.EnactmentPending, msg) && e.Status.PolicyGeneration == generation {
 		return nil // nothing changed: no write, no timestamp moved
 	}
 	SetPending(e, msg)
