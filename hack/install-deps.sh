@@ -21,6 +21,7 @@ declare -A need=(
   [netplan]=netplan.io
   [buildah]=buildah # the image (hack/image.sh)
   [iptables]=iptables # the fault tier drops API traffic in the fabric
+  [dnsmasq]=dnsmasq-base # a DHCP server on the node tier's fabric
 )
 missing=()
 for tool in "${!need[@]}"; do

@@ -106,10 +106,10 @@ func run(o options) error {
 		Client:   mgr.GetClient(),
 		NodeName: nodeName,
 		// NetworkManager rolls the checkpoint back by itself if this process dies; its
-		// timeout must outlast activation (30 s) and the probes (which share one deadline),
-		// or it fires while the probes still wait.
+		// timeout must outlast activation (which covers NetworkManager's DHCP timeout) and
+		// the probes (which share one deadline), or it fires while the probes still wait.
 		Engine: node.Reconnecting{Engine: node.NetworkManager{Client: nm,
-			Options: networkmanager.ApplyOptions{RollbackTimeout: 30*time.Second + o.probeTimeout + 30*time.Second,
+			Options: networkmanager.ApplyOptions{RollbackTimeout: networkmanager.DefaultActivationTimeout + o.probeTimeout + 30*time.Second,
 				CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),

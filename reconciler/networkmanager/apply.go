@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,9 +18,10 @@ import (
 // ApplyOptions tune one transaction.
 type ApplyOptions struct {
 	// RollbackTimeout is the checkpoint's own timeout: if this process dies before Commit
-	// or Rollback, NetworkManager rolls back by itself after it. Default 60 s.
+	// or Rollback, NetworkManager rolls back by itself after it. Default 110 s.
 	RollbackTimeout time.Duration
-	// ActivationTimeout bounds the wait for the profiles to activate. Default 30 s.
+	// ActivationTimeout bounds the wait for the profiles to activate; it must be below
+	// RollbackTimeout. Default DefaultActivationTimeout, or half RollbackTimeout if less.
 	ActivationTimeout time.Duration
 	// Prune makes desired the whole of what the engine owns: owned profiles of interfaces
 	// it does not name are deleted, so those interfaces return to their persistent
@@ -36,14 +36,23 @@ type ApplyOptions struct {
 	CheckpointRecord string
 }
 
-func (o ApplyOptions) withDefaults() ApplyOptions {
+// DefaultActivationTimeout covers NetworkManager's own DHCP timeout (45 s) with room for
+// the activation around it, so a slow DHCP server fails as a DHCP timeout, not as ours.
+const DefaultActivationTimeout = 50 * time.Second
+
+func (o ApplyOptions) withDefaults() (ApplyOptions, error) {
 	if o.RollbackTimeout <= 0 {
-		o.RollbackTimeout = 60 * time.Second
+		o.RollbackTimeout = DefaultActivationTimeout + 60*time.Second
 	}
 	if o.ActivationTimeout <= 0 {
-		o.ActivationTimeout = 30 * time.Second
+		o.ActivationTimeout = min(DefaultActivationTimeout, o.RollbackTimeout/2)
 	}
-	return o
+	// NetworkManager rolls back by itself at the rollback timeout: waiting for activation
+	// as long would see its rollback, not the activation, and fail saying ROLLBACK FAILED.
+	if o.ActivationTimeout >= o.RollbackTimeout {
+		return o, fmt.Errorf("activation timeout %s must be below the rollback timeout %s", o.ActivationTimeout, o.RollbackTimeout)
+	}
+	return o, nil
 }
 
 // Transaction is an applied, verified, not yet committed change.
@@ -112,7 +121,10 @@ func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
 // ApplyError says what did not converge; the change was rolled back, unless RollbackErr
 // says otherwise.
 type ApplyError struct {
-	Reason      string
+	Reason string
+	// Interfaces are the interfaces that would not activate (a DHCP server that never
+	// answered), when that is why; empty when the failure is not one interface's.
+	Interfaces  []string
 	RollbackErr error
 }
 
@@ -132,7 +144,10 @@ func (e *ApplyError) Unwrap() error { return e.RollbackErr }
 // *ApplyError says what did not converge; on success the caller commits or rolls back.
 // While another tool holds a checkpoint nothing is changed (*CheckpointBusyError).
 func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptions) (*Transaction, error) {
-	opts = opts.withDefaults()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	ordered, err := state.Order(desired)
 	if err != nil {
 		return nil, err
@@ -141,26 +156,41 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err := c.prepare(ctx, rec); err != nil {
 		return nil, err
 	}
+	// Planned before the checkpoint: what cannot be placed (DNS with no interface to carry
+	// it) is refused with nothing changed.
+	h, err := c.readHost(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := h.plan(desired, ordered, opts.Prune)
+	if err != nil {
+		return nil, err
+	}
 	cp, err := c.createCheckpoint(ctx, rec, opts.RollbackTimeout)
 	if err != nil {
 		return nil, err
 	}
 	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
-	fail := func(reason string) (*Transaction, error) {
+	fail := func(err error) (*Transaction, error) {
 		// The rollback must happen even if ctx is done.
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return nil, &ApplyError{Reason: reason, RollbackErr: tx.Rollback(rctx)}
+		e := &ApplyError{Reason: err.Error(), RollbackErr: tx.Rollback(rctx)}
+		var act *activationError
+		if errors.As(err, &act) {
+			e.Interfaces = act.interfaces
+		}
+		return nil, e
 	}
-	if err := c.applyProfiles(ctx, desired, ordered, opts); err != nil {
-		return fail(err.Error())
+	if err := c.applyPlan(ctx, h, pl, desired, opts); err != nil {
+		return fail(err)
 	}
 	diffs, err := c.unconverged(ctx, desired)
 	if err != nil {
-		return fail(err.Error())
+		return fail(err)
 	}
 	if len(diffs) > 0 {
-		return fail("did not converge: " + strings.Join(diffs, "; "))
+		return fail(errors.New("did not converge: " + strings.Join(diffs, "; ")))
 	}
 	return tx, nil
 }
@@ -196,106 +226,24 @@ func (c *Client) profiles(ctx context.Context) ([]profile, error) {
 	return out, nil
 }
 
-func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered []state.Interface, opts ApplyOptions) error {
-	profiles, err := c.profiles(ctx)
-	if err != nil {
-		return err
-	}
-	devs, err := c.devices(ctx)
-	if err != nil {
-		return err
-	}
-	devByName := map[string]device{}
-	for _, d := range devs {
-		devByName[d.name] = d
-	}
-	owned := map[string]profile{}
-	byPath := map[dbus.ObjectPath]profile{}
-	for _, p := range profiles {
-		byPath[p.path] = p
-		if p.settings.owned() {
-			owned[p.settings.str("connection", "interface-name")] = p
-		}
-	}
-	plans, extra, err := planFor(desired, ordered)
-	if err != nil {
-		return err
-	}
-	if opts.Prune {
-		named := map[string]bool{}
-		for _, it := range append(ordered, extra...) {
-			named[it.Name] = true
-		}
-		var prune []string
-		for name := range owned {
-			if !named[name] {
-				prune = append(prune, name)
-			}
-		}
-		sort.Strings(prune)
-		for _, name := range prune {
-			if err := c.call(ctx, owned[name].path, connIface+".Delete").Err; err != nil {
-				return fmt.Errorf("%s: deleting the profile no policy wants any more: %w", name, err)
-			}
+// applyPlan deletes, saves and activates the profiles the plan names, in its order.
+func (c *Client) applyPlan(ctx context.Context, h *host, pl *applyPlan, desired state.State, opts ApplyOptions) error {
+	for _, name := range pl.deletes {
+		if err := c.call(ctx, h.owned[name].path, connIface+".Delete").Err; err != nil {
+			return fmt.Errorf("%s: deleting its profile: %w", name, err)
 		}
 	}
 	var toActivate []activation
-	// The state as it is before this apply, read once and only if a profile is unchanged.
-	before := sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })
-	for _, it := range append(ordered, extra...) {
-		dev, hasDev := devByName[it.Name]
+	for _, it := range pl.interfaces {
 		if it.State == state.Absent {
-			if p, ok := owned[it.Name]; ok {
-				if err := c.call(ctx, p.path, connIface+".Delete").Err; err != nil {
-					return fmt.Errorf("%s: deleting its profile: %w", it.Name, err)
-				}
-			}
-			// NetworkManager deletes the software devices it created for the profile; a
-			// device it did not create (a NIC, a veth from elsewhere) stays.
-			continue
+			continue // its profile is deleted above; NetworkManager deletes the software device it created, a NIC stays
 		}
-		typ := it.Type
-		if typ == "" && hasDev {
-			typ = dev.typ
-		}
-		if typ == "" {
-			return fmt.Errorf("%s: no type given and no such interface on the host", it.Name)
-		}
-		if typ == state.Veth && it.Veth == nil {
-			typ = state.Ethernet // an existing veth end is configured like any Ethernet device
-		}
-		// What the desired state leaves out is kept (nmstate's partial states) from the
-		// interface's profile. With Prune the desired state is the whole of what the engine
-		// wants, so an owned profile is rebuilt on the profile the interface ran before the
-		// engine took it, never on itself: what earlier desired states put on it and this one
-		// no longer names (a deleted policy's route or address) goes. Without Prune, states
-		// add up as nmstate's do: the owned profile is the base.
-		var base settings
-		baseUUID := ""
-		uuid := newUUID()
-		if p, ok := owned[it.Name]; ok {
-			uuid = p.settings.str("connection", "uuid")
-			baseUUID = p.settings.userData(BaseKey)
-			if !opts.Prune {
-				base = p.settings
-			} else if b, ok := baseOf(p, profiles); ok {
-				base, baseUUID = b.settings, b.settings.str("connection", "uuid")
-			} else {
-				baseUUID = ""
-			}
-		} else if hasDev && dev.active != "" && dev.active != "/" {
-			var connPath dbus.ObjectPath
-			if c.prop(dev.active, activeIface, "Connection", &connPath) == nil {
-				if p, ok := byPath[connPath]; ok {
-					base, baseUUID = p.settings, p.settings.str("connection", "uuid")
-				}
-			}
-		}
-		want, err := buildProfile(it, typ, base, baseUUID, plans[it.Name], uuid)
+		dev, hasDev := h.devs[it.Name]
+		want, err := h.build(it, pl.perIface[it.Name], opts.Prune)
 		if err != nil {
 			return err
 		}
-		path, changed, err := c.save(ctx, owned[it.Name], want)
+		path, changed, err := c.save(ctx, h.owned[it.Name], want)
 		if err != nil {
 			return fmt.Errorf("%s: saving its profile: %w", it.Name, err)
 		}
@@ -307,7 +255,7 @@ func (c *Client) applyProfiles(ctx context.Context, desired state.State, ordered
 			}
 			continue
 		}
-		if changed || !c.activeWith(dev, hasDev, path) || drifted(before, it, desired) {
+		if changed || !activeWith(dev, hasDev, path) || drifted(h.current, it, desired) {
 			toActivate = append(toActivate, activation{name: it.Name, profile: path})
 		}
 	}
@@ -344,25 +292,13 @@ func drifted(current func() (state.State, error), it state.Interface, desired st
 	return len(state.Verify(one, now)) > 0
 }
 
-// baseOf finds the profile an owned profile was built on: the one its BaseKey names, or,
-// for a profile noted before BaseKey existed, a foreign profile bound to the same
-// interface. ok is false when it was built on nothing (a new interface).
-func baseOf(owned profile, profiles []profile) (profile, bool) {
-	want, noted := owned.settings.userDataOK(BaseKey)
-	name := owned.settings.str("connection", "interface-name")
-	for _, p := range profiles {
-		if p.settings.owned() {
-			continue
-		}
-		if noted && want != "" && p.settings.str("connection", "uuid") == want {
-			return p, true
-		}
-		if !noted && p.settings.str("connection", "interface-name") == name {
-			return p, true
-		}
-	}
-	return profile{}, false
+// activationError: these interfaces would not activate.
+type activationError struct {
+	interfaces []string
+	msg        string
 }
+
+func (e *activationError) Error() string { return e.msg }
 
 // activation is a profile being activated on an interface.
 type activation struct {
@@ -389,12 +325,8 @@ func (c *Client) save(ctx context.Context, existing profile, want settings) (dbu
 	return path, true, err
 }
 
-func (c *Client) activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
-	if !hasDev || dev.active == "" || dev.active == "/" || dev.state != deviceStateActivated {
-		return false
-	}
-	var conn dbus.ObjectPath
-	return c.prop(dev.active, activeIface, "Connection", &conn) == nil && conn == path
+func activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
+	return hasDev && dev.state == deviceStateActivated && dev.profile == path
 }
 
 // waitActivated waits until every interface runs its profile. It watches the device, not
@@ -409,7 +341,7 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, timeou
 			done, failed := c.activated(ctx, t)
 			switch {
 			case failed != "":
-				return fmt.Errorf("%s: activation failed: %s", t.name, failed)
+				return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s", t.name, failed)}
 			case !done:
 				still = append(still, t)
 			}
@@ -418,11 +350,12 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, timeou
 			return nil
 		}
 		if time.Now().After(deadline) {
-			var why []string
+			var why, names []string
 			for _, t := range pending {
 				why = append(why, t.name+" ("+c.deviceStateText(ctx, t.name)+")")
+				names = append(names, t.name)
 			}
-			return fmt.Errorf("not activated within %s: %s", timeout, strings.Join(why, ", "))
+			return &activationError{interfaces: names, msg: fmt.Sprintf("not activated within %s: %s", timeout, strings.Join(why, ", "))}
 		}
 		select {
 		case <-ctx.Done():
@@ -468,93 +401,6 @@ func (c *Client) deviceStateText(ctx context.Context, name string) string {
 		return "state unknown"
 	}
 	return fmt.Sprintf("device state %d, reason %d", reason.State, reason.Reason)
-}
-
-// planFor spreads the state's ports, routes and DNS over the interfaces that carry them.
-// Interfaces that only carry routes or DNS (not in desired.Interfaces) are returned as
-// extra, to be updated on top of their current profile.
-func planFor(desired state.State, ordered []state.Interface) (map[string]plan, []state.Interface, error) {
-	plans := map[string]plan{}
-	in := map[string]bool{}
-	for _, it := range ordered {
-		in[it.Name] = true
-		var kind string
-		var ports []string
-		switch {
-		case it.LinkAggregation != nil:
-			kind, ports = "bond", it.LinkAggregation.Port
-		case it.VRF != nil:
-			kind, ports = "vrf", it.VRF.Port
-		case it.Bridge != nil:
-			for _, bp := range it.Bridge.Port {
-				p := plans[bp.Name]
-				p.port = &portOf{controller: it.Name, kind: "bridge", bridgeVLAN: bp.VLAN}
-				plans[bp.Name] = p
-			}
-		}
-		for _, port := range ports {
-			p := plans[port]
-			p.port = &portOf{controller: it.Name, kind: kind}
-			plans[port] = p
-		}
-	}
-	var extra []state.Interface
-	touch := func(name string) {
-		if !in[name] {
-			in[name] = true
-			extra = append(extra, state.Interface{Name: name, State: state.Up})
-		}
-	}
-	// Ports named only in a controller's list get a profile of their own too.
-	var ports []string
-	for name, p := range plans {
-		if p.port != nil {
-			ports = append(ports, name)
-		}
-	}
-	sort.Strings(ports)
-	for _, name := range ports {
-		touch(name)
-	}
-	if desired.Routes != nil {
-		for _, r := range desired.Routes.Config {
-			if r.NextHopInterface == "" {
-				continue
-			}
-			p := plans[r.NextHopInterface]
-			p.routes = append(p.routes, r)
-			plans[r.NextHopInterface] = p
-			touch(r.NextHopInterface)
-		}
-	}
-	if desired.DNSResolver != nil && desired.DNSResolver.Config != nil {
-		holder := dnsHolder(desired, ordered)
-		if holder == "" {
-			return nil, nil, errors.New("dns-resolver.config: no interface to carry it: give the default route or a static address on an interface in the same desired state")
-		}
-		p := plans[holder]
-		p.dns = desired.DNSResolver.Config
-		plans[holder] = p
-	}
-	return plans, extra, nil
-}
-
-// dnsHolder picks the interface whose profile carries the DNS servers: the one with the
-// default route, else the first with a static address (nmstate's choice, roughly).
-func dnsHolder(desired state.State, ordered []state.Interface) string {
-	if desired.Routes != nil {
-		for _, r := range desired.Routes.Config {
-			if r.IsDefault() && r.State != "absent" {
-				return r.NextHopInterface
-			}
-		}
-	}
-	for _, it := range ordered {
-		if it.State != state.Absent && it.HasAddress() {
-			return it.Name
-		}
-	}
-	return ""
 }
 
 func newUUID() string {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -38,8 +40,16 @@ type portOf struct {
 // plan is what one interface's owned profile must say besides the interface itself.
 type plan struct {
 	port   *portOf
-	routes []state.Route // routes whose next-hop-interface is this interface
-	dns    *state.DNSConfig
+	routes []state.Route // routes to add on this interface, or to remove from it
+	dns    *dnsPlan      // nil: the DNS settings stay as the base has them
+}
+
+// dnsPlan is the static DNS one interface carries, by family (0 IPv4, 1 IPv6); empty
+// clears it.
+type dnsPlan struct {
+	servers   [2][]string
+	search    [2][]string
+	preferred int // the family NetworkManager lists first
 }
 
 // buildProfile makes the owned profile for it. base is the profile in use on that interface
@@ -178,10 +188,10 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 			return s, nil
 		}
 	}
-	if err := setIP(s, "ipv4", it.IPv4, base == nil, p); err != nil {
+	if err := setIP(s, "ipv4", it.IPv4, p); err != nil {
 		return nil, fmt.Errorf("%s: %w", it.Name, err)
 	}
-	if err := setIP(s, "ipv6", it.IPv6, base == nil, p); err != nil {
+	if err := setIP(s, "ipv6", it.IPv6, p); err != nil {
 		return nil, fmt.Errorf("%s: %w", it.Name, err)
 	}
 	return s, nil
@@ -195,8 +205,11 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 		Base      string
 		Port      *portInput
 		Routes    []state.Route
-		DNS       *state.DNSConfig
-	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes, DNS: p.dns}
+		DNS       *dnsInput
+	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes}
+	if p.dns != nil {
+		in.DNS = &dnsInput{p.dns.servers, p.dns.search, p.dns.preferred}
+	}
 	if p.port != nil {
 		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
 	}
@@ -205,17 +218,23 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 	return hex.EncodeToString(sum[:12])
 }
 
+type dnsInput struct {
+	Servers, Search [2][]string
+	Preferred       int
+}
+
 type portInput struct {
 	Controller string
 	Kind       string
 	VLAN       *state.BridgeVLAN
 }
 
-// setIP writes one family's section. c nil keeps what base had; a new profile without it
-// gets the family disabled (nmstate's default for new interfaces).
-func setIP(s settings, family string, c *state.IPConfig, fresh bool, p plan) error {
+// setIP writes one family's section. c nil keeps what base had; a profile without the
+// section (a new one, or a port leaving its controller with no profile of its own to go
+// back to) gets the family disabled, nmstate's default for new interfaces.
+func setIP(s settings, family string, c *state.IPConfig, p plan) error {
 	v6 := family == "ipv6"
-	if c == nil && fresh {
+	if c == nil && s.str(family, "method") == "" {
 		s.set(family, "method", "disabled")
 	}
 	if c != nil {
@@ -246,6 +265,12 @@ func setIP(s settings, family string, c *state.IPConfig, fresh bool, p plan) err
 				"address": dbus.MakeVariant(a.IP), "prefix": dbus.MakeVariant(uint32(a.PrefixLength))})
 		}
 		s.set(family, "address-data", addrs)
+		if dhcp || autoconf {
+			// NetworkManager's own DHCP timeout (45 s by default) must end before the
+			// engine's activation wait does, so a server that never answers fails as
+			// DHCP, named, not as a wait that ran out.
+			s.set(family, "dhcp-timeout", int32(dhcpTimeout.Seconds()))
+		}
 		if c.AutoDNS != nil {
 			s.set(family, "ignore-auto-dns", !*c.AutoDNS)
 		}
@@ -258,48 +283,65 @@ func setIP(s settings, family string, c *state.IPConfig, fresh bool, p plan) err
 	}
 	if len(p.routes) > 0 {
 		routes := existingRoutes(s, family)
+		name := s.str("connection", "interface-name")
 		for _, r := range p.routes {
-			pfx, err := netip.ParsePrefix(r.Destination)
-			if err != nil || pfx.Addr().Is6() != v6 {
+			if f := r.Family(); f != 0 && (f == 6) != v6 {
 				continue
 			}
-			rd := routeData(r, pfx)
 			if r.State == "absent" {
-				routes = removeRoute(routes, rd)
-			} else {
-				routes = putRoute(routes, rd)
+				routes = slices.DeleteFunc(routes, func(rd map[string]dbus.Variant) bool { return r.Selects(runningRoute(rd, name)) })
+				continue
 			}
+			pfx, err := netip.ParsePrefix(r.Destination)
+			if err != nil {
+				continue
+			}
+			routes = putRoute(routes, routeData(r, pfx))
 		}
 		if s.str(family, "method") == "disabled" && len(routes) > 0 {
 			return fmt.Errorf("routes via this interface need %s enabled", family)
 		}
 		s.set(family, "route-data", routes)
 	}
-	if p.dns != nil {
-		var servers4 []uint32
-		var servers6 [][]byte
-		for _, srv := range p.dns.Server {
-			a := netip.MustParseAddr(srv)
-			if a.Is4() {
-				b := a.As4()
-				// ipv4.dns is a list of addresses in network byte order, as uint32
-				servers4 = append(servers4, uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24)
-			} else {
-				b := a.As16()
-				servers6 = append(servers6, b[:])
-			}
-		}
+	if d := p.dns; d != nil {
+		fam := map[bool]int{false: 0, true: 1}[v6]
 		if v6 {
-			if len(servers6) > 0 {
-				s.set(family, "dns", servers6)
+			servers := [][]byte{}
+			for _, srv := range d.servers[fam] {
+				b := netip.MustParseAddr(srv).As16()
+				servers = append(servers, b[:])
 			}
+			s.set(family, "dns", servers)
 		} else {
-			s.set(family, "dns", servers4)
-			s.set(family, "dns-search", p.dns.Search)
+			servers := []uint32{}
+			for _, srv := range d.servers[fam] {
+				b := netip.MustParseAddr(srv).As4()
+				// ipv4.dns is a list of addresses in network byte order, as uint32
+				servers = append(servers, uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24)
+			}
+			s.set(family, "dns", servers)
 		}
+		search := d.search[fam]
+		if search == nil {
+			search = []string{}
+		}
+		s.set(family, "dns-search", search)
+		// NetworkManager lists the servers of the lower priority first: the family of
+		// the first server stated comes first, as nmstate does.
+		priority := int32(0)
+		if len(d.servers[fam]) > 0 || len(search) > 0 {
+			priority = 50
+			if fam == d.preferred {
+				priority = 40
+			}
+		}
+		s.set(family, "dns-priority", priority)
 	}
 	return nil
 }
+
+// dhcpTimeout is what owned profiles give DHCP, below the default activation timeout.
+const dhcpTimeout = 40 * time.Second
 
 func routeData(r state.Route, pfx netip.Prefix) map[string]dbus.Variant {
 	rd := map[string]dbus.Variant{
@@ -330,18 +372,6 @@ func existingRoutes(s settings, family string) []map[string]dbus.Variant {
 // routeKey identifies a route by destination, next hop and table.
 func routeKey(m map[string]dbus.Variant) string {
 	return fmt.Sprint(m["dest"].Value(), "/", m["prefix"].Value(), " ", variantOr(m, "next-hop", ""), " ", variantOr(m, "table", uint32(0)))
-}
-
-// removeRoute drops routes with the same destination, next hop and table as rd.
-func removeRoute(routes []map[string]dbus.Variant, rd map[string]dbus.Variant) []map[string]dbus.Variant {
-	k := routeKey(rd)
-	out := routes[:0]
-	for _, r := range routes {
-		if routeKey(r) != k {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // putRoute replaces the route with rd's key in place, or appends rd: the list keeps its

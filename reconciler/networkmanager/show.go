@@ -25,6 +25,8 @@ type device struct {
 	nmType uint32
 	state  uint32
 	active dbus.ObjectPath
+	// profile is the settings path of the profile active on it, or "".
+	profile dbus.ObjectPath
 }
 
 // objects is one snapshot of every NetworkManager object and its properties.
@@ -61,6 +63,7 @@ func (o objects) devices() []device {
 		d.state, _ = props["State"].Value().(uint32)
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
 		d.typ = deviceType[d.nmType]
+		d.profile, _ = o[d.active][activeIface]["Connection"].Value().(dbus.ObjectPath)
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
@@ -69,6 +72,10 @@ func (o objects) devices() []device {
 
 // Show reads the current state in the model's schema. It holds nothing that changes by
 // itself (no lifetimes, counters or timestamps), so two reads of an unchanged host are equal.
+// What the kernel runs (addresses, routes, MTU, ports) comes from the devices; what
+// NetworkManager was told (DHCP and autoconf, bond and bridge options, port VLANs, the
+// static routes and DNS: nmstate's routes.config and dns-resolver.config) from the profile
+// applied to each device.
 func (c *Client) Show(ctx context.Context) (state.State, error) {
 	objs, err := c.snapshot(ctx)
 	if err != nil {
@@ -81,6 +88,18 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	for _, d := range devs {
 		byPath[d.path] = d.name
 	}
+	applied := map[string]settings{}
+	for _, d := range devs {
+		if d.typ == "" || d.state != deviceStateActivated {
+			continue
+		}
+		var a settings
+		var version uint64
+		if err := c.call(ctx, d.path, deviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
+			applied[d.name] = a
+		}
+	}
+	static := staticDNS{}
 	for _, d := range devs {
 		if d.typ == "" {
 			continue // loopback, generic, tun...: not part of the model
@@ -97,26 +116,34 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		if hw, ok := props["HwAddress"].Value().(string); ok && hw != "" {
 			it.MACAddress = &hw
 		}
+		a := applied[d.name]
 		for _, fam := range []struct {
-			prop, iface string
-			dst         **state.IPConfig
-		}{{"Ip4Config", ip4Iface, &it.IPv4}, {"Ip6Config", ip6Iface, &it.IPv6}} {
+			name, prop, iface string
+			dst               **state.IPConfig
+		}{{"ipv4", "Ip4Config", ip4Iface, &it.IPv4}, {"ipv6", "Ip6Config", ip6Iface, &it.IPv6}} {
 			cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
 			ipProps, ok := objs[cfgPath][fam.iface]
 			if !ok {
 				continue
 			}
 			ip := &state.IPConfig{}
-			for _, a := range dictList(ipProps["AddressData"]) {
-				addr, _ := a["address"].Value().(string)
-				prefix, _ := a["prefix"].Value().(uint32)
+			for _, ad := range dictList(ipProps["AddressData"]) {
+				addr, _ := ad["address"].Value().(string)
+				prefix, _ := ad["prefix"].Value().(uint32)
 				ip.Address = append(ip.Address, state.Address{IP: addr, PrefixLength: int(prefix)})
 			}
 			enabled := len(ip.Address) > 0
 			ip.Enabled = &enabled
+			describeIP(ip, a, fam.name)
 			*fam.dst = ip
 			for _, r := range dictList(ipProps["RouteData"]) {
 				routes.Running = append(routes.Running, runningRoute(r, d.name))
+			}
+			if a != nil {
+				for _, r := range routeList(a[fam.name]["route-data"]) {
+					routes.Config = append(routes.Config, runningRoute(r, d.name))
+				}
+				static.add(a, fam.name)
 			}
 		}
 		ports := []string{}
@@ -126,37 +153,133 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 			}
 			sort.Strings(ports)
 		}
-		// The type-specific configuration is in the profile applied to the device: one
-		// more call, only for the types that have such a section.
-		if d.state == deviceStateActivated && d.typ != state.Ethernet && d.typ != state.Dummy {
-			var applied settings
-			var version uint64
-			if err := c.call(ctx, d.path, deviceIface+".GetAppliedConnection", uint32(0)).Store(&applied, &version); err == nil {
-				describe(&it, applied, ports)
-			}
+		if a != nil {
+			describe(&it, a, ports, applied)
 		}
 		s.Interfaces = append(s.Interfaces, it)
 	}
 	sort.Slice(routes.Running, func(i, j int) bool { return routeSortKey(routes.Running[i]) < routeSortKey(routes.Running[j]) })
-	if len(routes.Running) > 0 {
+	sort.Slice(routes.Config, func(i, j int) bool { return routeSortKey(routes.Config[i]) < routeSortKey(routes.Config[j]) })
+	if len(routes.Running) > 0 || len(routes.Config) > 0 {
 		s.Routes = routes
 	}
-	if dns := runningDNS(objs); dns != nil {
-		s.DNSResolver = &state.DNSResolver{Running: dns}
-	}
+	running := runningDNS(objs)
+	s.DNSResolver = &state.DNSResolver{Running: running, Config: static.inOrder(running)}
 	return s, nil
 }
 
-// describe fills the type-specific sections from the profile applied to the device.
-func describe(it *state.Interface, applied settings, ports []string) {
+// describeIP reads the family's method and flags from the applied profile as nmstate
+// names them: ipv4 auto is dhcp; ipv6 auto is autoconf with DHCP, dhcp is DHCP alone.
+func describeIP(ip *state.IPConfig, a settings, family string) {
+	method := a.str(family, "method")
+	if method == "" {
+		return // a port: no IP configuration of its own
+	}
+	yes, no := true, false
+	enabled := method != "disabled" && method != "ignore"
+	ip.Enabled = &enabled
+	if !enabled {
+		return
+	}
+	dhcp := method == "auto" || method == "dhcp"
+	autoconf := family == "ipv6" && method == "auto"
+	ip.DHCP = &dhcp
+	if family == "ipv6" {
+		ip.Autoconf = &autoconf
+	}
+	if dhcp || autoconf {
+		flag := func(key string) *bool {
+			if v, _ := a[family][key].Value().(bool); v {
+				return &no
+			}
+			return &yes
+		}
+		ip.AutoDNS, ip.AutoGateway, ip.AutoRoutes = flag("ignore-auto-dns"), flag("never-default"), flag("ignore-auto-routes")
+	}
+}
+
+// staticDNS collects the DNS servers and search domains the applied profiles set.
+type staticDNS struct{ servers, search map[string]bool }
+
+func (d *staticDNS) add(a settings, family string) {
+	if d.servers == nil {
+		d.servers, d.search = map[string]bool{}, map[string]bool{}
+	}
+	for _, srv := range dnsServers(a, family) {
+		d.servers[srv] = true
+	}
+	search, _ := a[family]["dns-search"].Value().([]string)
+	for _, dom := range search {
+		d.search[dom] = true
+	}
+}
+
+// inOrder lists the static servers and domains in the order NetworkManager uses them
+// (resolv.conf's), which the DNS manager's configuration gives; none is an empty config.
+func (d staticDNS) inOrder(running *state.DNSConfig) *state.DNSConfig {
+	out := &state.DNSConfig{}
+	if running == nil {
+		return out
+	}
+	for _, srv := range running.Server {
+		if d.servers[srv] {
+			out.Server = append(out.Server, srv)
+		}
+	}
+	for _, dom := range running.Search {
+		if d.search[dom] {
+			out.Search = append(out.Search, dom)
+		}
+	}
+	return out
+}
+
+// dnsServers reads ipv4.dns (addresses as uint32 in network byte order) or ipv6.dns
+// (16-byte arrays).
+func dnsServers(a settings, family string) []string {
+	var out []string
+	switch v := a[family]["dns"].Value().(type) {
+	case []uint32:
+		for _, n := range v {
+			out = append(out, netip.AddrFrom4([4]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)}).String())
+		}
+	case [][]byte:
+		for _, b := range v {
+			if addr, ok := netip.AddrFromSlice(b); ok {
+				out = append(out, addr.String())
+			}
+		}
+	}
+	return out
+}
+
+func routeList(v dbus.Variant) []map[string]dbus.Variant {
+	l, _ := v.Value().([]map[string]dbus.Variant)
+	return l
+}
+
+// describe fills the type-specific sections from the profile applied to the device;
+// a bridge's port VLANs come from its ports' applied profiles.
+func describe(it *state.Interface, applied settings, ports []string, all map[string]settings) {
 	switch it.Type {
 	case state.Bond:
 		opts, _ := applied["bond"]["options"].Value().(map[string]string)
-		it.LinkAggregation = &state.BondConfig{Mode: state.BondMode(opts["mode"]), Port: ports}
+		mode := opts["mode"]
+		rest := map[string]string{}
+		for k, v := range opts {
+			if k != "mode" {
+				rest[k] = v
+			}
+		}
+		it.LinkAggregation = &state.BondConfig{Mode: state.BondMode(mode), Options: rest, Port: ports}
 	case state.LinuxBridge:
-		it.Bridge = &state.BridgeConfig{Port: make([]state.BridgePort, len(ports))}
+		stp := true // NetworkManager's default
+		if v, ok := applied["bridge"]["stp"].Value().(bool); ok {
+			stp = v
+		}
+		it.Bridge = &state.BridgeConfig{Options: &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}, Port: make([]state.BridgePort, len(ports))}
 		for i, p := range ports {
-			it.Bridge.Port[i] = state.BridgePort{Name: p}
+			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(all[p])}
 		}
 	case state.VRF:
 		table, _ := applied["vrf"]["table"].Value().(uint32)
@@ -181,6 +304,48 @@ func describe(it *state.Interface, applied settings, ports []string) {
 			it.Veth = &state.VethConfig{Peer: peer}
 		}
 	}
+}
+
+// portVLAN reads bridge-port.vlans back as nmstate reports a port's VLAN filtering: one
+// PVID untagged entry is an access port; otherwise a trunk whose PVID untagged entry is
+// its native VLAN.
+func portVLAN(a settings) *state.BridgeVLAN {
+	entries := routeList(a["bridge-port"]["vlans"])
+	if len(entries) == 0 {
+		return nil
+	}
+	type entry struct {
+		start, end     int
+		pvid, untagged bool
+	}
+	var es []entry
+	for _, e := range entries {
+		start, _ := e["vid-start"].Value().(uint16)
+		end, _ := e["vid-end"].Value().(uint16)
+		pvid, _ := e["pvid"].Value().(bool)
+		untagged, _ := e["untagged"].Value().(bool)
+		es = append(es, entry{int(start), int(end), pvid, untagged})
+	}
+	if len(es) == 1 && es[0].pvid && es[0].untagged {
+		tag := es[0].start
+		return &state.BridgeVLAN{Mode: "access", Tag: &tag}
+	}
+	v := &state.BridgeVLAN{Mode: "trunk"}
+	native := false
+	for _, e := range es {
+		switch {
+		case e.pvid && e.untagged:
+			tag := e.start
+			v.Tag, native = &tag, true
+		case e.start == e.end:
+			id := e.start
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})
+		default:
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{IDRange: &state.IDRange{Min: e.start, Max: e.end}})
+		}
+	}
+	v.EnableNative = &native
+	return v
 }
 
 func runningRoute(r map[string]dbus.Variant, dev string) state.Route {

@@ -195,16 +195,12 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 // backoff for a failed change.
 func (h *Handler) report(ctx context.Context, w *readyourwrites.Writes, v *nodeView, plan, apply Plan,
 	current, inEffect map[string]bool, applyErr error) (requeue time.Duration, err error) {
-	// When a change fails, the policies that had failed before at this generation are the
-	// suspects: only they are failed, and the others go again at once without them.
-	suspects := map[string]bool{}
-	if applyErr != nil {
-		for _, name := range apply.Applied {
-			if _, ok := h.failures[name]; ok && h.failures[name].generation == v.generation[name] && current[name] && !inEffect[name] {
-				suspects[name] = true
-			}
-		}
-	}
+	suspects := suspectsOf(applyErr, apply, func(name string) bool {
+		return current[name] && !inEffect[name]
+	}, func(name string) bool {
+		f, ok := h.failures[name]
+		return ok && f.generation == v.generation[name]
+	})
 	for _, name := range apply.Applied {
 		if !current[name] || inEffect[name] || h.drifted(name) != "" {
 			continue // its last applied generation, applied before in this boot, or drifted since: nothing new to say
@@ -450,7 +446,7 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, desired state.State) e
 	healthy := h.baseline(ctx)
 	tx, err := h.Engine.Apply(ctx, desired)
 	if err != nil {
-		if errors.As(err, new(*networkmanager.CheckpointBusyError)) {
+		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*state.FieldError)) {
 			return err // nothing was changed
 		}
 		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -37,6 +38,8 @@ type Plan struct {
 	Apply state.State
 	// Applied names the policies Apply is made of.
 	Applied []string
+	// Owners names, for each interface of Apply, the policies that state it.
+	Owners map[string][]string
 	// Failed maps a selected policy to why it is not applied (invalid, unsupported,
 	// conflicting with another policy).
 	Failed map[string]string
@@ -92,7 +95,7 @@ func MakePlan(selected []Policy) Plan {
 			}
 			return p
 		}
-		p.Apply = merged.State
+		p.Apply, p.Owners = merged.State, merged.Owners
 		for _, s := range sources {
 			p.Applied = append(p.Applied, s.Policy)
 		}
@@ -110,4 +113,37 @@ func appendMessage(prev, msg string) string {
 		return prev
 	}
 	return fmt.Sprintf("%s; %s", prev, msg)
+}
+
+// suspectsOf are the policies a failed change is blamed on; the others are innocent until
+// tried without them, at once. Blamed are, among the policies new in the change (isNew):
+// those stating an interface that would not activate (a DHCP server that never answers
+// fails its own policy, not the node's others), else those that had failed before at
+// this generation (failedBefore). None when nothing points anywhere: all new ones fail.
+// Trying the rest again is safe: it is the same transaction less the suspects, checked
+// and rolled back like any other.
+func suspectsOf(applyErr error, apply Plan, isNew, failedBefore func(string) bool) map[string]bool {
+	suspects := map[string]bool{}
+	if applyErr == nil {
+		return suspects
+	}
+	var ae *networkmanager.ApplyError
+	if errors.As(applyErr, &ae) {
+		for _, iface := range ae.Interfaces {
+			for _, name := range apply.Owners[iface] {
+				if isNew(name) {
+					suspects[name] = true
+				}
+			}
+		}
+		if len(suspects) > 0 {
+			return suspects
+		}
+	}
+	for _, name := range apply.Applied {
+		if isNew(name) && failedBefore(name) {
+			suspects[name] = true
+		}
+	}
+	return suspects
 }

@@ -1,8 +1,13 @@
 package node
 
 import (
+	"errors"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 )
 
 func TestSelects(t *testing.T) {
@@ -45,6 +50,35 @@ func TestMakePlanIsolatesBadPolicies(t *testing.T) {
 	} {
 		if !strings.Contains(p.Failed[pol], want) {
 			t.Errorf("%s: %q, want it to contain %q", pol, p.Failed[pol], want)
+		}
+	}
+}
+
+func TestSuspectsOf(t *testing.T) {
+	apply := Plan{Applied: []string{"dhcp", "static", "old"}, Owners: map[string][]string{"eth1": {"dhcp"}, "eth2": {"static"}, "eth3": {"old"}}}
+	isNew := func(name string) bool { return name != "old" }
+	for _, tc := range []struct {
+		name         string
+		err          error
+		failedBefore string
+		want         []string
+	}{
+		{"no failure", nil, "", nil},
+		{"an interface that would not activate: its policy alone",
+			&networkmanager.ApplyError{Reason: "eth1: activation failed", Interfaces: []string{"eth1"}}, "static", []string{"dhcp"}},
+		{"an interface of a policy already in effect: no new one to blame, those that failed before",
+			&networkmanager.ApplyError{Reason: "eth3: activation failed", Interfaces: []string{"eth3"}}, "static", []string{"static"}},
+		{"not one interface's: those that failed before", &networkmanager.ApplyError{Reason: "did not converge"}, "dhcp", []string{"dhcp"}},
+		{"nothing points anywhere: none (all new ones fail)", errors.New("did not converge"), "", nil},
+	} {
+		got := suspectsOf(tc.err, apply, isNew, func(name string) bool { return name == tc.failedBefore })
+		var names []string
+		for name := range got {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s: suspects %v, want %v", tc.name, names, tc.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,9 +88,13 @@ func Merge(sources []Source) (Merged, error) {
 				case !ok:
 					fields[it.Name][k], fieldOwner[it.Name][k] = f[k], src.Policy
 				case !bytes.Equal(prev, f[k]):
+					reason := fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[it.Name][k], prev, src.Policy, f[k])
+					if k == "state" && (string(prev) == `"absent"` || string(f[k]) == `"absent"`) {
+						reason += undoHint
+					}
 					conflicts = append(conflicts, &Conflict{
 						Path:     fmt.Sprintf("interfaces[name=%s].%s", it.Name, k),
-						Reason:   fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[it.Name][k], prev, src.Policy, f[k]),
+						Reason:   reason,
 						Policies: []string{fieldOwner[it.Name][k], src.Policy},
 					})
 				}
@@ -121,19 +126,29 @@ func Merge(sources []Source) (Merged, error) {
 				}
 				continue
 			}
-			opposite := r
-			opposite.State = map[string]string{"": "absent", "absent": ""}[r.State]
-			if owner, clash := routeOwner[routeKey(opposite)]; clash {
-				conflicts = append(conflicts, &Conflict{
-					Path:     "routes.config[destination=" + r.Destination + "]",
-					Reason:   fmt.Sprintf("policy %q adds the route and policy %q removes it (or the reverse)", owner, src.Policy),
-					Policies: []string{owner, src.Policy},
-				})
-				continue
-			}
 			routeOwner[key] = src.Policy
 			m.State.Routes.Config = append(m.State.Routes.Config, r)
 			m.Owners["routes"] = appendOnce(m.Owners["routes"], src.Policy)
+		}
+	}
+	// A route one policy adds and another removes (an absent route selects it, its
+	// left-out fields wildcards): within one policy the removal comes first, nmstate's
+	// way of replacing routes; across two it is a conflict.
+	if m.State.Routes != nil {
+		for _, gone := range m.State.Routes.Config {
+			if gone.State != "absent" {
+				continue
+			}
+			for _, r := range m.State.Routes.Config {
+				a, b := routeOwner[routeKey(gone)], routeOwner[routeKey(r)]
+				if r.State != "absent" && a != b && gone.Selects(r) {
+					conflicts = append(conflicts, &Conflict{
+						Path:     "routes.config[" + r.String() + "]",
+						Reason:   fmt.Sprintf("policy %q adds the route and policy %q removes it%s", b, a, undoHint),
+						Policies: []string{b, a},
+					})
+				}
+			}
 		}
 	}
 
@@ -162,6 +177,10 @@ func Merge(sources []Source) (Merged, error) {
 		m.Owners["dns-resolver"] = appendOnce(m.Owners["dns-resolver"], src.Policy)
 	}
 
+	if m.State.DNSResolver != nil {
+		m.State.DNSResolver.Interfaces = namedBy(sorted, m.Owners["dns-resolver"])
+	}
+
 	// What no single policy shows: two controllers claiming one port, a VLAN on an
 	// interface another policy removes.
 	if len(conflicts) == 0 {
@@ -174,6 +193,11 @@ func Merge(sources []Source) (Merged, error) {
 	}
 	return m, nil
 }
+
+// undoHint: nmoverlay applies a node's policies together where kubernetes-nmstate applies
+// them one after another, so a clean-up policy cannot undo a policy that is still there.
+const undoHint = "; a node's policies apply together here, so a policy cannot undo another that still exists: " +
+	"delete the policy that made the change instead (deleting a policy reverts what it applied)"
 
 var ifaceIndex = regexp.MustCompile(`interfaces\[(\d+)\]`)
 
@@ -197,6 +221,30 @@ func (m Merged) attribute(e *FieldError) *Conflict {
 	}
 	sort.Strings(c.Policies)
 	return c
+}
+
+// namedBy lists, once each and in policy order, the interfaces the given policies name
+// with a state other than absent, and those their routes go through.
+func namedBy(sources []Source, policies []string) []string {
+	var names []string
+	for _, src := range sources {
+		if !slices.Contains(policies, src.Policy) {
+			continue
+		}
+		for _, it := range src.State.Interfaces {
+			if it.State != Absent {
+				names = appendOnce(names, it.Name)
+			}
+		}
+		if src.State.Routes != nil {
+			for _, r := range src.State.Routes.Config {
+				if r.State != "absent" && r.NextHopInterface != "" {
+					names = appendOnce(names, r.NextHopInterface)
+				}
+			}
+		}
+	}
+	return names
 }
 
 func routeKey(r Route) string {

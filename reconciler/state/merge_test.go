@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,7 +79,11 @@ func TestMergeConflicts(t *testing.T) {
 		{"route added and removed",
 			`routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1}]}`,
 			`routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1, state: absent}]}`,
-			"routes.config[destination=10.0.0.0/8]", "p1,p2"},
+			"routes.config[destination=10.0.0.0/8,next-hop-interface=eth1]", "p1,p2"},
+		{"route removed by destination alone",
+			`routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1}]}`,
+			`routes: {config: [{destination: 10.0.0.0/8, state: absent}]}`,
+			"routes.config[destination=10.0.0.0/8,next-hop-interface=eth1]", "p1,p2"},
 		{"one port, two controllers",
 			`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}]`,
 			`interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1}]}}]`,
@@ -100,7 +105,39 @@ func TestMergeConflicts(t *testing.T) {
 			if !strings.Contains(err.Error(), `"p1"`) || !strings.Contains(err.Error(), `"p2"`) {
 				t.Errorf("the message must name both policies: %v", err)
 			}
+			undoes := strings.Contains(tc.b, "absent") && !strings.Contains(tc.name, "vlan on")
+			if got := strings.Contains(err.Error(), "delete the policy that made the change"); got != undoes {
+				t.Errorf("names the way out (deleting the policy) = %v, want %v: %v", got, undoes, err)
+			}
 		})
+	}
+}
+
+func TestMergeReplacingRoutesInOnePolicy(t *testing.T) {
+	m, err := Merge([]Source{{"p1", mustParse(t, `routes: {config: [
+  {destination: 10.0.0.0/8, state: absent},
+  {destination: 10.0.0.0/8, next-hop-interface: eth2, next-hop-address: 192.0.2.1}]}`)}})
+	if err != nil {
+		t.Fatalf("one policy removing and adding routes to one destination is nmstate's replace: %v", err)
+	}
+	if len(m.State.Routes.Config) != 2 {
+		t.Errorf("routes %v, want both", m.State.Routes.Config)
+	}
+}
+
+func TestMergeDNSInterfaces(t *testing.T) {
+	m, err := Merge([]Source{
+		{"storage", mustParse(t, `interfaces: [{name: eth1.20, type: vlan, vlan: {id: 20, base-iface: eth1}, ipv4: {enabled: true, address: [{ip: 192.0.2.5, prefix-length: 24}]}}]`)},
+		{"bridge", mustParse(t, `
+interfaces: [{name: br1, type: linux-bridge, bridge: {port: [{name: eth2}]}, ipv4: {enabled: true, address: [{ip: 198.51.100.5, prefix-length: 24}]}}]
+routes: {config: [{destination: 0.0.0.0/0, next-hop-interface: br1, next-hop-address: 198.51.100.1}]}
+dns-resolver: {config: {server: [198.51.100.53]}}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.State.DNSResolver.Interfaces; !slices.Equal(got, []string{"br1"}) {
+		t.Errorf("DNS may go on %v, want only the DNS policy's [br1]", got)
 	}
 }
 

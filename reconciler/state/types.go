@@ -4,6 +4,8 @@
 // dependency, and compared with the current state. No I/O.
 package state
 
+import "net/netip"
+
 // State is a network state in nmstate's schema: a desired state parsed from a policy,
 // or a current state reported by a backend.
 type State struct {
@@ -200,10 +202,20 @@ func (it Interface) HasAddress() bool {
 	return (it.IPv4 != nil && len(it.IPv4.Address) > 0) || (it.IPv6 != nil && len(it.IPv6.Address) > 0)
 }
 
+// IsIPv6 says whether s is an IPv6 address (a DNS server, a next hop).
+func IsIPv6(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Is6() && !a.Is4In6()
+}
+
 // DNSResolver is the dns-resolver section.
 type DNSResolver struct {
 	Config  *DNSConfig `json:"config,omitempty"`
 	Running *DNSConfig `json:"running,omitempty"` // current state only
+	// Interfaces are where the engine may put Config: those named by the policies that
+	// set it (Merge fills it in), so DNS never lands on another policy's interface. Not
+	// nmstate's schema. Empty: any interface of the desired state.
+	Interfaces []string `json:"-"`
 }
 
 type DNSConfig struct {

@@ -326,6 +326,9 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 	} else if r.State != "absent" {
 		fail(join(p, "next-hop-interface"), "required: NetworkManager keeps routes on a connection profile")
 	}
+	if r.State == "absent" && r.Destination == "" && r.NextHopInterface == "" && r.NextHopAddress == "" && (r.TableID == nil || *r.TableID == 0) {
+		fail(p, "an absent route must name a destination, next-hop-interface, next-hop-address or table-id: every field left out matches any route, so this one would remove them all")
+	}
 }
 
 // portNames are the interfaces this one controls.

@@ -5,10 +5,14 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Verify compares a desired state with the current one and lists, one line each, what did
-// not converge. Only what the desired state names is compared (nmstate's semantics).
+// not converge, each line starting with the field's path (`eth1.ipv4.dhcp: ...`). Only
+// what the desired state states is compared (nmstate's semantics), and every field it
+// states is: a policy is never reported in effect while a field it names is not.
+// Fields a backend could not read (nil in current) count as not in effect.
 func Verify(desired, current State) []string {
 	var diffs []string
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
@@ -38,108 +42,205 @@ func Verify(desired, current State) []string {
 			add("%s: is %s, want up", want.Name, orNone(string(got.State)))
 			continue
 		}
-		// A veth is an Ethernet device: nmstate accepts type ethernet for it.
-		if want.Type != "" && got.Type != "" && want.Type != got.Type && !(want.Type == Ethernet && got.Type == Veth) {
-			add("%s: is a %s, want %s", want.Name, got.Type, want.Type)
-		}
-		if want.MTU != nil && (got.MTU == nil || *got.MTU != *want.MTU) {
-			add("%s: mtu %s, want %d", want.Name, intOrNone(got.MTU), *want.MTU)
-		}
-		if want.MACAddress != nil && (got.MACAddress == nil || !sameMAC(*got.MACAddress, *want.MACAddress)) {
-			add("%s: mac-address %s, want %s", want.Name, strOrNone(got.MACAddress), *want.MACAddress)
-		}
-		verifyIP(add, want.Name+".ipv4", want.IPv4, got.IPv4)
-		verifyIP(add, want.Name+".ipv6", want.IPv6, got.IPv6)
-		if want.LinkAggregation != nil {
-			if got.LinkAggregation == nil {
-				add("%s: not a bond", want.Name)
-			} else {
-				if want.LinkAggregation.Mode != got.LinkAggregation.Mode {
-					add("%s: bond mode %s, want %s", want.Name, orNone(string(got.LinkAggregation.Mode)), want.LinkAggregation.Mode)
-				}
-				verifyPorts(add, want.Name, want.LinkAggregation.Port, got.LinkAggregation.Port)
-			}
-		}
-		if want.Bridge != nil {
-			if got.Bridge == nil {
-				add("%s: not a bridge", want.Name)
-			} else {
-				verifyPorts(add, want.Name, bridgePortNames(want.Bridge), bridgePortNames(got.Bridge))
-			}
-		}
-		if want.VRF != nil {
-			if got.VRF == nil || got.VRF.RouteTableID != want.VRF.RouteTableID {
-				add("%s: vrf route table %v, want %d", want.Name, got.VRF, want.VRF.RouteTableID)
-			} else {
-				verifyPorts(add, want.Name, want.VRF.Port, got.VRF.Port)
-			}
-		}
-		if want.VLAN != nil && (got.VLAN == nil || *got.VLAN != *want.VLAN) {
-			add("%s: vlan %v, want id %d on %s", want.Name, got.VLAN, want.VLAN.ID, want.VLAN.BaseIface)
-		}
-		if want.MACVLAN != nil && (got.MACVLAN == nil || got.MACVLAN.BaseIface != want.MACVLAN.BaseIface || got.MACVLAN.Mode != want.MACVLAN.Mode) {
-			add("%s: mac-vlan %v, want %s on %s", want.Name, got.MACVLAN, want.MACVLAN.Mode, want.MACVLAN.BaseIface)
-		}
-		if want.VXLAN != nil && (got.VXLAN == nil || got.VXLAN.ID != want.VXLAN.ID) {
-			add("%s: vxlan %v, want id %d", want.Name, got.VXLAN, want.VXLAN.ID)
-		}
+		verifyInterface(add, want, got)
 	}
-	if desired.Routes != nil {
-		var running []Route
-		if current.Routes != nil {
-			running = current.Routes.Running
-		}
-		for _, want := range desired.Routes.Config {
-			found := slices.ContainsFunc(running, func(r Route) bool { return routeMatches(want, r) })
-			switch {
-			case want.State == "absent" && found:
-				add("route %s via %s dev %s: still present, want absent", want.Destination, orNone(want.NextHopAddress), orNone(want.NextHopInterface))
-			case want.State != "absent" && !found:
-				add("route %s via %s dev %s: missing", want.Destination, orNone(want.NextHopAddress), want.NextHopInterface)
-			}
-		}
-	}
-	if desired.DNSResolver != nil && desired.DNSResolver.Config != nil {
-		var servers []string
-		if current.DNSResolver != nil && current.DNSResolver.Running != nil {
-			servers = current.DNSResolver.Running.Server
-		}
-		for _, s := range desired.DNSResolver.Config.Server {
-			if !slices.Contains(servers, s) {
-				add("dns server %s: not in use (in use: %v)", s, servers)
-			}
-		}
-	}
+	verifyRoutes(add, desired.Routes, current.Routes)
+	verifyDNS(add, desired.DNSResolver, current.DNSResolver)
 	return diffs
 }
 
-func verifyIP(add func(string, ...any), name string, want, got *IPConfig) {
-	if want == nil {
-		return
+func verifyInterface(add func(string, ...any), want, got Interface) {
+	n := want.Name
+	// A veth is an Ethernet device: nmstate accepts type ethernet for it.
+	if want.Type != "" && got.Type != "" && want.Type != got.Type && !(want.Type == Ethernet && got.Type == Veth) {
+		add("%s.type: %s, want %s", n, got.Type, want.Type)
 	}
-	if want.Enabled != nil && !*want.Enabled {
-		if got != nil && len(got.Address) > 0 && !onlyLinkLocal(got.Address) {
-			add("%s: has addresses %v, want disabled", name, got.Address)
+	if want.MTU != nil && (got.MTU == nil || *got.MTU != *want.MTU) {
+		add("%s.mtu: %s, want %d", n, intOrNone(got.MTU), *want.MTU)
+	}
+	if want.MACAddress != nil && (got.MACAddress == nil || !sameMAC(*got.MACAddress, *want.MACAddress)) {
+		add("%s.mac-address: %s, want %s", n, strOrNone(got.MACAddress), *want.MACAddress)
+	}
+	verifyIP(add, n+".ipv4", want.IPv4, got.IPv4)
+	verifyIP(add, n+".ipv6", want.IPv6, got.IPv6)
+	if w := want.LinkAggregation; w != nil {
+		g := got.LinkAggregation
+		if g == nil {
+			g = &BondConfig{}
 		}
-		return
+		if w.Mode != "" && w.Mode != g.Mode {
+			add("%s.link-aggregation.mode: %s, want %s", n, orNone(string(g.Mode)), w.Mode)
+		}
+		for _, k := range sortedKeys(w.Options) {
+			if v, ok := g.Options[k]; !ok || !sameBondOption(v, w.Options[k]) {
+				add("%s.link-aggregation.options.%s: %s, want %s", n, k, orNone(v), w.Options[k])
+			}
+		}
+		verifyPorts(add, n+".link-aggregation.port", w.Port, g.Port)
 	}
-	var have []Address
-	if got != nil {
-		have = got.Address
+	if w := want.Bridge; w != nil {
+		g := got.Bridge
+		if g == nil {
+			g = &BridgeConfig{}
+		}
+		if w.Options != nil && w.Options.STP != nil && w.Options.STP.Enabled != nil {
+			var have *bool
+			if g.Options != nil && g.Options.STP != nil {
+				have = g.Options.STP.Enabled
+			}
+			if have == nil || *have != *w.Options.STP.Enabled {
+				add("%s.bridge.options.stp.enabled: %s, want %t", n, boolOrNone(have), *w.Options.STP.Enabled)
+			}
+		}
+		verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
+		for _, wp := range w.Port {
+			if wp.VLAN == nil {
+				continue
+			}
+			var have *BridgeVLAN
+			for _, gp := range g.Port {
+				if gp.Name == wp.Name {
+					have = gp.VLAN
+				}
+			}
+			if !wp.VLAN.Equivalent(have) {
+				add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have, wp.VLAN)
+			}
+		}
 	}
-	for _, a := range want.Address {
-		if !slices.ContainsFunc(have, func(h Address) bool { return sameIP(h.IP, a.IP) && h.PrefixLength == a.PrefixLength }) {
-			add("%s: address %s/%d missing (has %v)", name, a.IP, a.PrefixLength, have)
+	if w := want.VRF; w != nil {
+		g := got.VRF
+		if g == nil {
+			g = &VRFConfig{}
+		}
+		if g.RouteTableID != w.RouteTableID {
+			add("%s.vrf.route-table-id: %d, want %d", n, g.RouteTableID, w.RouteTableID)
+		}
+		verifyPorts(add, n+".vrf.port", w.Port, g.Port)
+	}
+	if w := want.VLAN; w != nil && (got.VLAN == nil || *got.VLAN != *w) {
+		add("%s.vlan: %v, want id %d on %s", n, got.VLAN, w.ID, w.BaseIface)
+	}
+	if w := want.MACVLAN; w != nil && (got.MACVLAN == nil || got.MACVLAN.BaseIface != w.BaseIface || got.MACVLAN.Mode != w.Mode) {
+		add("%s.mac-vlan: %v, want %s on %s", n, got.MACVLAN, w.Mode, w.BaseIface)
+	}
+	if w := want.VXLAN; w != nil {
+		g := got.VXLAN
+		if g == nil || g.ID != w.ID || (w.BaseIface != "" && g.BaseIface != w.BaseIface) || (w.Remote != "" && !sameIP(g.Remote, w.Remote)) {
+			add("%s.vxlan: %v, want id %d remote %s on %s", n, g, w.ID, orNone(w.Remote), orNone(w.BaseIface))
 		}
 	}
 }
 
-func verifyPorts(add func(string, ...any), name string, want, got []string) {
+func verifyIP(add func(string, ...any), path string, want, got *IPConfig) {
+	if want == nil {
+		return
+	}
+	if got == nil {
+		got = &IPConfig{}
+	}
+	if want.Enabled != nil && !*want.Enabled {
+		if len(got.Address) > 0 && !onlyLinkLocal(got.Address) {
+			add("%s.enabled: has addresses %v, want disabled", path, got.Address)
+		}
+		return
+	}
+	if want.Enabled != nil && got.Enabled != nil && !*got.Enabled {
+		add("%s.enabled: false, want true", path)
+	}
+	for _, f := range []struct {
+		name      string
+		want, got *bool
+	}{
+		{"dhcp", want.DHCP, got.DHCP}, {"autoconf", want.Autoconf, got.Autoconf}, {"auto-dns", want.AutoDNS, got.AutoDNS},
+		{"auto-gateway", want.AutoGateway, got.AutoGateway}, {"auto-routes", want.AutoRoutes, got.AutoRoutes},
+	} {
+		if f.want == nil {
+			continue
+		}
+		// auto-* only mean something with DHCP or autoconf on; nmstate ignores them otherwise.
+		if strings.HasPrefix(f.name, "auto-") && !isTrue(want.DHCP) && !isTrue(want.Autoconf) {
+			continue
+		}
+		if f.got == nil || *f.got != *f.want {
+			add("%s.%s: %s, want %t", path, f.name, boolOrNone(f.got), *f.want)
+		}
+	}
+	for _, a := range want.Address {
+		if !slices.ContainsFunc(got.Address, func(h Address) bool { return sameIP(h.IP, a.IP) && h.PrefixLength == a.PrefixLength }) {
+			add("%s.address: %s/%d missing (has %v)", path, a.IP, a.PrefixLength, got.Address)
+		}
+	}
+}
+
+func verifyRoutes(add func(string, ...any), desired, current *Routes) {
+	if desired == nil {
+		return
+	}
+	if current == nil {
+		current = &Routes{}
+	}
+	for _, want := range desired.Config {
+		if want.State == "absent" {
+			// nmstate matches an absent route against the routes profiles hold, every
+			// field it leaves out a wildcard: not against the kernel's, which include
+			// prefix routes and DHCP's.
+			for _, r := range current.Config {
+				if want.Selects(r) {
+					add("routes.config[%s]: %s still configured, want absent", want, r)
+				}
+			}
+			continue
+		}
+		if !slices.ContainsFunc(current.Running, func(r Route) bool { return routeMatches(want, r) }) {
+			add("routes.config[%s]: missing", want)
+		}
+	}
+}
+
+// verifyDNS: the servers and search domains a desired DNS config states are the node's
+// static ones, in order; an empty config means none. What DHCP brings is not compared.
+// A backend that reads no static config (Config nil) is checked on the servers in use.
+func verifyDNS(add func(string, ...any), desired, current *DNSResolver) {
+	if desired == nil || desired.Config == nil {
+		return
+	}
+	want := desired.Config
+	if current == nil || current.Config != nil {
+		var got DNSConfig
+		if current != nil && current.Config != nil {
+			got = *current.Config
+		}
+		if !slices.Equal(want.Server, got.Server) {
+			add("dns-resolver.config.server: %v, want %v", got.Server, want.Server)
+		}
+		if !slices.Equal(want.Search, got.Search) {
+			add("dns-resolver.config.search: %v, want %v", got.Search, want.Search)
+		}
+		return
+	}
+	var running DNSConfig
+	if current.Running != nil {
+		running = *current.Running
+	}
+	for _, s := range want.Server {
+		if !slices.Contains(running.Server, s) {
+			add("dns-resolver.config.server: %s not in use (in use: %v)", s, running.Server)
+		}
+	}
+	for _, s := range want.Search {
+		if !slices.Contains(running.Search, s) {
+			add("dns-resolver.config.search: %s not in use (in use: %v)", s, running.Search)
+		}
+	}
+}
+
+func verifyPorts(add func(string, ...any), path string, want, got []string) {
 	w, g := slices.Clone(want), slices.Clone(got)
 	sort.Strings(w)
 	sort.Strings(g)
 	if !slices.Equal(w, g) {
-		add("%s: ports %v, want %v", name, g, w)
+		add("%s: %v, want %v", path, g, w)
 	}
 }
 
@@ -151,15 +252,25 @@ func bridgePortNames(b *BridgeConfig) []string {
 	return n
 }
 
-// routeMatches: what the desired route names matches the running one (nmstate matches
-// absent routes on the given fields only).
+// sameBondOption: the kernel and NetworkManager spell some values as numbers, some as
+// names (lacp_rate fast or 1): both compare equal to what was asked.
+func sameBondOption(got, want string) bool {
+	if got == want {
+		return true
+	}
+	if alias, ok := bondOptionAliases[want]; ok {
+		return alias == got
+	}
+	return false
+}
+
+var bondOptionAliases = map[string]string{"slow": "0", "fast": "1", "0": "slow", "1": "fast"}
+
+// routeMatches: the running route got is the desired present route want. Metric and
+// table are compared only when want states them (0 and unset both mean the main table).
 func routeMatches(want, got Route) bool {
-	if want.Destination != "" {
-		wp, err1 := netip.ParsePrefix(want.Destination)
-		gp, err2 := netip.ParsePrefix(got.Destination)
-		if err1 != nil || err2 != nil || wp.Masked() != gp.Masked() {
-			return false
-		}
+	if !samePrefix(want.Destination, got.Destination) {
+		return false
 	}
 	if want.NextHopInterface != "" && want.NextHopInterface != got.NextHopInterface {
 		return false
@@ -170,14 +281,128 @@ func routeMatches(want, got Route) bool {
 	if want.Metric != nil && (got.Metric == nil || *got.Metric != *want.Metric) {
 		return false
 	}
-	wt, gt := 254, 254 // 0 and unset both mean the main table
-	if want.TableID != nil && *want.TableID != 0 {
-		wt = *want.TableID
+	return tableOf(want) == tableOf(got)
+}
+
+// Selects says whether the absent route r removes other, as nmstate matches them: every
+// field r leaves out (destination, next-hop-interface, next-hop-address, table-id, 0
+// included) matches anything; the metric is never compared.
+func (r Route) Selects(other Route) bool {
+	if r.Destination != "" && !samePrefix(r.Destination, other.Destination) {
+		return false
 	}
-	if got.TableID != nil && *got.TableID != 0 {
-		gt = *got.TableID
+	if r.NextHopInterface != "" && r.NextHopInterface != other.NextHopInterface {
+		return false
 	}
-	return wt == gt
+	if r.NextHopAddress != "" && !sameIP(r.NextHopAddress, other.NextHopAddress) {
+		return false
+	}
+	if r.TableID != nil && *r.TableID != 0 && *r.TableID != tableOf(other) {
+		return false
+	}
+	return true
+}
+
+// Family is 4 or 6 for a route whose destination or next hop says which, 0 otherwise.
+func (r Route) Family() int {
+	for _, s := range []string{r.Destination, r.NextHopAddress} {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			return map[bool]int{true: 4, false: 6}[p.Addr().Is4()]
+		}
+		if a, err := netip.ParseAddr(s); err == nil {
+			return map[bool]int{true: 4, false: 6}[a.Is4()]
+		}
+	}
+	return 0
+}
+
+func (r Route) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"destination", r.Destination}, {"next-hop-interface", r.NextHopInterface},
+		{"next-hop-address", r.NextHopAddress}, {"table-id", intOrEmpty(r.TableID)}, {"metric", intOrEmpty(r.Metric)}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+const mainTable = 254
+
+func tableOf(r Route) int {
+	if r.TableID == nil || *r.TableID == 0 {
+		return mainTable
+	}
+	return *r.TableID
+}
+
+func samePrefix(a, b string) bool {
+	x, err1 := netip.ParsePrefix(a)
+	y, err2 := netip.ParsePrefix(b)
+	return err1 == nil && err2 == nil && x.Masked() == y.Masked()
+}
+
+// Equivalent says whether the port VLAN configuration got does what v asks, as nmstate
+// reads it back: an access port's tag, a trunk's tags (ranges and single ids alike) and
+// its native VLAN when enable-native is on. The bridge's default PVID (VLAN 1) is the
+// kernel's and nmstate leaves it out on both sides.
+func (v *BridgeVLAN) Equivalent(got *BridgeVLAN) bool {
+	if got == nil {
+		got = &BridgeVLAN{}
+	}
+	mode := func(b *BridgeVLAN) string {
+		if b.Mode == "" && len(b.TrunkTags) > 0 {
+			return "trunk"
+		}
+		if b.Mode == "" {
+			return "access"
+		}
+		return b.Mode
+	}
+	if mode(v) != mode(got) {
+		return false
+	}
+	native := func(b *BridgeVLAN) int {
+		if b.Tag == nil || (mode(b) == "trunk" && !isTrue(b.EnableNative)) {
+			return 0
+		}
+		return *b.Tag
+	}
+	return native(v) == native(got) && slices.Equal(v.vlanIDs(), got.vlanIDs())
+}
+
+// vlanIDs are a trunk's tagged VLANs, ranges expanded, sorted.
+func (v *BridgeVLAN) vlanIDs() []int {
+	var ids []int
+	for _, t := range v.TrunkTags {
+		switch {
+		case t.ID != nil:
+			ids = append(ids, *t.ID)
+		case t.IDRange != nil:
+			for id := t.IDRange.Min; id <= t.IDRange.Max; id++ {
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Ints(ids)
+	return slices.Compact(ids)
+}
+
+func (v *BridgeVLAN) String() string {
+	if v == nil {
+		return "none"
+	}
+	s := "mode=" + v.Mode
+	if v.Tag != nil {
+		s += fmt.Sprintf(",tag=%d", *v.Tag)
+	}
+	if v.EnableNative != nil {
+		s += fmt.Sprintf(",enable-native=%t", *v.EnableNative)
+	}
+	if ids := v.vlanIDs(); len(ids) > 0 {
+		s += fmt.Sprintf(",trunk-tags=%v", ids)
+	}
+	return s
 }
 
 func sameIP(a, b string) bool {
@@ -187,17 +412,7 @@ func sameIP(a, b string) bool {
 }
 
 func sameMAC(a, b string) bool {
-	return normalizeMAC(a) == normalizeMAC(b)
-}
-
-func normalizeMAC(s string) string {
-	out := []byte(s)
-	for i, c := range out {
-		if c >= 'a' && c <= 'f' {
-			out[i] = c - 'a' + 'A'
-		}
-	}
-	return string(out)
+	return strings.EqualFold(a, b)
 }
 
 func onlyLinkLocal(as []Address) bool {
@@ -208,6 +423,17 @@ func onlyLinkLocal(as []Address) bool {
 		}
 	}
 	return true
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func orNone(s string) string {
@@ -224,11 +450,25 @@ func intOrNone(p *int) string {
 	return fmt.Sprint(*p)
 }
 
+func intOrEmpty(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprint(*p)
+}
+
 func strOrNone(p *string) string {
 	if p == nil {
 		return "none"
 	}
 	return *p
+}
+
+func boolOrNone(p *bool) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }
 
 // DefaultGateway is the next hop of the default route in effect: the IPv4 one with the
@@ -241,10 +481,7 @@ func DefaultGateway(s State) netip.Addr {
 	bestMetric := map[bool]int{}
 	for _, r := range s.Routes.Running {
 		gw, err := netip.ParseAddr(r.NextHopAddress)
-		if err != nil || gw.IsUnspecified() || !r.IsDefault() {
-			continue
-		}
-		if r.TableID != nil && *r.TableID != 254 && *r.TableID != 0 {
+		if err != nil || gw.IsUnspecified() || !r.IsDefault() || tableOf(r) != mainTable {
 			continue
 		}
 		metric := 0

@@ -1,0 +1,447 @@
+package networkmanager
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// host is what an apply starts from: NetworkManager's profiles and devices, read once
+// before the checkpoint, and the current state, read when first needed.
+type host struct {
+	profiles []profile
+	byPath   map[dbus.ObjectPath]profile
+	owned    map[string]profile // by interface name
+	devs     map[string]device
+	current  func() (state.State, error)
+}
+
+func (c *Client) readHost(ctx context.Context) (*host, error) {
+	profiles, err := c.profiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	devs, err := c.devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &host{profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
+		current: sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })}
+	for _, d := range devs {
+		h.devs[d.name] = d
+	}
+	for _, p := range profiles {
+		h.byPath[p.path] = p
+		if p.settings.owned() {
+			h.owned[p.settings.str("connection", "interface-name")] = p
+		}
+	}
+	return h, nil
+}
+
+// applyPlan is what one apply does: owned profiles to delete, then interfaces to save and
+// activate in dependency order, each with what its profile carries besides its own fields.
+type applyPlan struct {
+	deletes    []string
+	interfaces []state.Interface
+	perIface   map[string]plan
+}
+
+// plan spreads the desired state's ports, routes and DNS over the interfaces that carry
+// them. Interfaces that only carry routes, route removals or DNS are added (state up, no
+// fields of their own) and keep the rest of their current profile.
+func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) (*applyPlan, error) {
+	pl := &applyPlan{perIface: map[string]plan{}}
+	in := map[string]bool{}
+	for _, it := range ordered {
+		in[it.Name] = true
+		var kind string
+		var ports []string
+		switch {
+		case it.LinkAggregation != nil:
+			kind, ports = "bond", it.LinkAggregation.Port
+		case it.VRF != nil:
+			kind, ports = "vrf", it.VRF.Port
+		case it.Bridge != nil:
+			for _, bp := range it.Bridge.Port {
+				p := pl.perIface[bp.Name]
+				p.port = &portOf{controller: it.Name, kind: "bridge", bridgeVLAN: bp.VLAN}
+				pl.perIface[bp.Name] = p
+			}
+		}
+		for _, port := range ports {
+			p := pl.perIface[port]
+			p.port = &portOf{controller: it.Name, kind: kind}
+			pl.perIface[port] = p
+		}
+	}
+	interfaces := slices.Clone(ordered)
+	touch := func(name string) {
+		if !in[name] {
+			in[name] = true
+			interfaces = append(interfaces, state.Interface{Name: name, State: state.Up})
+		}
+	}
+	// Ports named only in a controller's list get a profile of their own too.
+	var ports []string
+	for name, p := range pl.perIface {
+		if p.port != nil {
+			ports = append(ports, name)
+		}
+	}
+	sort.Strings(ports)
+	for _, name := range ports {
+		touch(name)
+	}
+	if desired.Routes != nil {
+		// Removals first: within one state, removing every route to a destination and
+		// adding one is nmstate's way of replacing it.
+		for _, absent := range []bool{true, false} {
+			for _, r := range desired.Routes.Config {
+				if (r.State == "absent") != absent {
+					continue
+				}
+				for _, name := range h.routeCarriers(r, prune, in) {
+					p := pl.perIface[name]
+					p.routes = append(p.routes, r)
+					pl.perIface[name] = p
+					touch(name)
+				}
+			}
+		}
+	}
+	if d := desired.DNSResolver; d != nil && d.Config != nil {
+		if err := h.placeDNS(d, ordered, pl, prune, touch); err != nil {
+			return nil, err
+		}
+	}
+	pl.interfaces = interfaces
+	pl.deletes = h.deletes(interfaces, pl, prune)
+	return pl, nil
+}
+
+// routeCarriers are the interfaces whose profiles r changes: a route to add goes on its
+// next-hop-interface; a route to remove leaves every profile (owned, or the persistent
+// one the interface runs, which is shadowed, never edited) holding a route it selects.
+func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool) []string {
+	if r.State != "absent" {
+		return []string{r.NextHopInterface}
+	}
+	var out []string
+	names := map[string]bool{}
+	for name := range h.devs {
+		names[name] = true
+	}
+	for name := range h.owned {
+		names[name] = true
+	}
+	for name := range names {
+		if r.NextHopInterface != "" && name != r.NextHopInterface {
+			continue
+		}
+		base, _ := h.base(name, prune, false)
+		held := slices.ContainsFunc(profileRoutes(base, name), r.Selects)
+		if p, ok := h.owned[name]; ok && !prune {
+			held = held || slices.ContainsFunc(profileRoutes(p.settings, name), r.Selects)
+		}
+		if held {
+			out = append(out, name)
+		}
+	}
+	// An interface the state names gets the removal even when no profile holds the route
+	// yet (it may be created in this apply): its profile is built without it either way.
+	if r.NextHopInterface != "" && len(out) == 0 && desired[r.NextHopInterface] {
+		out = append(out, r.NextHopInterface)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func profileRoutes(s settings, name string) []state.Route {
+	var out []state.Route
+	for _, fam := range []string{"ipv4", "ipv6"} {
+		for _, r := range routeList(s[fam]["route-data"]) {
+			out = append(out, runningRoute(r, name))
+		}
+	}
+	return out
+}
+
+// base is the profile an interface's owned profile is built on, and its uuid: what the
+// desired state leaves out is kept from it (nmstate's partial states). With prune the
+// desired state is the whole of what the engine wants, so an owned profile is rebuilt on
+// the profile the interface ran before the engine took it, never on itself: what earlier
+// desired states put on it and this one no longer names (a deleted policy's route or
+// address) goes. Without prune, states add up as nmstate's do: the owned profile is the
+// base, unless it was a port and no longer is (it has no IP settings of its own).
+func (h *host) base(name string, prune, leavesController bool) (settings, string) {
+	if p, ok := h.owned[name]; ok {
+		if !prune && !leavesController {
+			return p.settings, p.settings.userData(BaseKey)
+		}
+		if b, ok := h.baseOf(p); ok {
+			return b.settings, b.settings.str("connection", "uuid")
+		}
+		return nil, ""
+	}
+	if d, ok := h.devs[name]; ok && d.profile != "" && d.profile != "/" {
+		if p, ok := h.byPath[d.profile]; ok {
+			return p.settings, p.settings.str("connection", "uuid")
+		}
+	}
+	return nil, ""
+}
+
+// baseOf finds the profile an owned profile was built on: the one its BaseKey names, or,
+// for a profile noted before BaseKey existed, a foreign profile bound to the same
+// interface. ok is false when it was built on nothing (a new interface).
+func (h *host) baseOf(owned profile) (profile, bool) {
+	want, noted := owned.settings.userDataOK(BaseKey)
+	name := owned.settings.str("connection", "interface-name")
+	for _, p := range h.profiles {
+		if p.settings.owned() {
+			continue
+		}
+		if noted && want != "" && p.settings.str("connection", "uuid") == want {
+			return p, true
+		}
+		if !noted && p.settings.str("connection", "interface-name") == name {
+			return p, true
+		}
+	}
+	return profile{}, false
+}
+
+// build makes the owned profile of it.
+func (h *host) build(it state.Interface, p plan, prune bool) (settings, error) {
+	dev, hasDev := h.devs[it.Name]
+	typ := it.Type
+	if typ == "" && hasDev {
+		typ = dev.typ
+	}
+	if typ == "" {
+		return nil, fmt.Errorf("%s: no type given and no such interface on the host", it.Name)
+	}
+	if typ == state.Veth && it.Veth == nil {
+		typ = state.Ethernet // an existing veth end is configured like any Ethernet device
+	}
+	owned, isOwned := h.owned[it.Name]
+	leaves := isOwned && p.port == nil && owned.settings.str("connection", "master") != ""
+	base, baseUUID := h.base(it.Name, prune, leaves)
+	uuid := newUUID()
+	if isOwned {
+		uuid = owned.settings.str("connection", "uuid")
+	}
+	return buildProfile(it, typ, base, baseUUID, p, uuid)
+}
+
+// deletes are the owned profiles to delete: those of interfaces the state removes, the
+// ports they controlled (which would otherwise come back enslaved to nothing), and, with
+// prune, those of interfaces it does not name.
+func (h *host) deletes(interfaces []state.Interface, pl *applyPlan, prune bool) []string {
+	named := map[string]bool{}
+	removed := map[string]bool{}
+	for _, it := range interfaces {
+		named[it.Name] = true
+		if it.State == state.Absent {
+			removed[it.Name] = true
+		}
+	}
+	var out []string
+	for name, p := range h.owned {
+		controller := p.settings.str("connection", "master")
+		switch {
+		case removed[name]:
+		case prune && !named[name]:
+		case removed[controller] && !named[name]:
+		default:
+			continue
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// placeDNS puts the DNS config on the interfaces that carry it, one per IP family (as
+// nmstate 2 does), chosen in this order:
+//  1. an interface of the DNS policy whose owned profile carries that family's DNS now,
+//     if it still can (DNS does not move between applies);
+//  2. an interface of the DNS policy with a static address, or DHCP with auto-dns off;
+//  3. an interface of the DNS policy with the family on (DHCP or autoconf);
+//  4. a current interface no policy names, the one with the family's default route
+//     first, then by name, if its profile can carry it.
+//
+// Never an interface another policy names: DNS must not rewrite another policy's
+// profile, nor go with it. Static DNS on other interfaces is cleared (the config is the
+// node's whole static DNS). No carrier for a family that has servers: refused.
+func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *applyPlan, prune bool, touch func(string)) error {
+	cfg := d.Config
+	var servers [2][]string // by family: 0 IPv4, 1 IPv6
+	for _, srv := range cfg.Server {
+		fam := 0
+		if state.IsIPv6(srv) {
+			fam = 1
+		}
+		servers[fam] = append(servers[fam], srv)
+	}
+	preferred := 0 // the family of the first server comes first, and carries the search domains
+	if len(cfg.Server) > 0 && state.IsIPv6(cfg.Server[0]) {
+		preferred = 1
+	}
+	scope := d.Interfaces
+	if len(scope) == 0 {
+		for _, it := range ordered {
+			scope = append(scope, it.Name)
+		}
+	}
+	byName := map[string]state.Interface{}
+	for _, it := range ordered {
+		byName[it.Name] = it
+	}
+	var carrier [2]string
+	for fam := range 2 {
+		if len(servers[fam]) == 0 && !(fam == preferred && len(cfg.Search) > 0) {
+			continue
+		}
+		carrier[fam] = h.dnsCarrier(fam == 1, scope, byName, pl, prune)
+		if carrier[fam] != "" {
+			continue
+		}
+		if len(servers[fam]) == 0 { // search domains alone go with the other family
+			preferred = 1 - fam
+			if carrier[preferred] = h.dnsCarrier(preferred == 1, scope, byName, pl, prune); carrier[preferred] != "" {
+				continue
+			}
+		}
+		family := map[bool]string{false: "IPv4", true: "IPv6"}[fam == 1]
+		return &state.FieldError{Path: "dns-resolver.config", Reason: fmt.Sprintf(
+			"no interface can carry the %s DNS configuration: give one of this policy's interfaces a static %s address, or DHCP with auto-dns: false, "+
+				"or have a current interface no other policy names with %s on (nothing was changed)", family, family, family)}
+	}
+	// Every interface whose profile carries static DNS now gets it cleared, unless it
+	// carries the new config.
+	for name := range h.devs {
+		if name == carrier[0] || name == carrier[1] || pl.perIface[name].port != nil && pl.perIface[name].port.kind != "vrf" {
+			continue
+		}
+		if base, _ := h.base(name, prune, false); hasDNS(base) {
+			p := pl.perIface[name]
+			p.dns = &dnsPlan{}
+			pl.perIface[name] = p
+			touch(name)
+		}
+	}
+	for fam, name := range carrier {
+		if name == "" {
+			continue
+		}
+		p := pl.perIface[name]
+		if p.dns == nil {
+			p.dns = &dnsPlan{}
+		}
+		p.dns.servers[fam] = servers[fam]
+		if fam == preferred {
+			p.dns.search[fam] = cfg.Search
+			p.dns.preferred = fam
+		}
+		pl.perIface[name] = p
+		touch(name)
+	}
+	return nil
+}
+
+// dnsCarrier picks the interface that carries one family's DNS (placeDNS says how).
+func (h *host) dnsCarrier(v6 bool, scope []string, desired map[string]state.Interface, pl *applyPlan, prune bool) string {
+	family := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
+	eligible := func(name string) bool {
+		p := pl.perIface[name]
+		return p.port == nil || p.port.kind == "vrf"
+	}
+	// method says how the interface will run the family: from the desired state where it
+	// says, else from the profile it is built on.
+	method := func(name string) (m string, static, autoDNSOff bool) {
+		if it, ok := desired[name]; ok {
+			if it.State == state.Absent || it.State == state.Down {
+				return "disabled", false, false
+			}
+			c := it.IPv4
+			if v6 {
+				c = it.IPv6
+			}
+			if c != nil {
+				switch {
+				case c.Enabled != nil && !*c.Enabled:
+					return "disabled", false, false
+				case c.DHCP != nil && *c.DHCP || c.Autoconf != nil && *c.Autoconf:
+					return "auto", false, c.AutoDNS != nil && !*c.AutoDNS
+				case len(c.Address) > 0:
+					return "manual", true, false
+				}
+				return "disabled", false, false
+			}
+		}
+		base, _ := h.base(name, prune, false)
+		if base == nil || base.str("connection", "master") != "" {
+			return "disabled", false, false
+		}
+		m = base.str(family, "method")
+		static = m == "manual" && len(routeList(base[family]["address-data"])) > 0
+		off, _ := base[family]["ignore-auto-dns"].Value().(bool)
+		if m == "dhcp" {
+			m = "auto"
+		}
+		return m, static, m == "auto" && off
+	}
+	valid := func(name string) bool {
+		m, static, _ := method(name)
+		return eligible(name) && (static || m == "auto")
+	}
+	for _, name := range scope {
+		if p, ok := h.owned[name]; ok && dnsOf(p.settings, family) && valid(name) {
+			return name
+		}
+	}
+	for _, name := range scope {
+		if _, static, off := method(name); eligible(name) && (static || off) {
+			return name
+		}
+	}
+	for _, name := range scope {
+		if valid(name) {
+			return name
+		}
+	}
+	// Current interfaces no policy names.
+	var candidates []string
+	for name, d := range h.devs {
+		if _, named := desired[name]; !named && d.state == deviceStateActivated && d.typ != "" && valid(name) {
+			candidates = append(candidates, name)
+		}
+	}
+	sort.Strings(candidates)
+	if cur, err := h.current(); err == nil && cur.Routes != nil {
+		for _, r := range cur.Routes.Running {
+			if r.IsDefault() && (r.Family() == 6) == v6 && slices.Contains(candidates, r.NextHopInterface) {
+				return r.NextHopInterface
+			}
+		}
+	}
+	if len(candidates) > 0 {
+		return candidates[0]
+	}
+	return ""
+}
+
+func hasDNS(s settings) bool { return dnsOf(s, "ipv4") || dnsOf(s, "ipv6") }
+
+func dnsOf(s settings, family string) bool {
+	search, _ := s[family]["dns-search"].Value().([]string)
+	return len(dnsServers(s, family)) > 0 || len(search) > 0
+}

@@ -1,0 +1,210 @@
+package state
+
+import (
+	"sigs.k8s.io/yaml"
+
+	"strings"
+	"testing"
+)
+
+// verifyDesired states one of every field Verify compares.
+const verifyDesired = `
+interfaces:
+- name: eth1
+  type: ethernet
+  mtu: 9000
+  mac-address: "02:00:00:00:00:01"
+  ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false}
+- name: bond0
+  type: bond
+  link-aggregation: {mode: 802.3ad, options: {miimon: "100", lacp_rate: fast}, port: [eth2, eth3]}
+- name: br0
+  type: linux-bridge
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - {name: eth4, vlan: {mode: trunk, enable-native: true, tag: 10, trunk-tags: [{id: 100}, {id-range: {min: 200, max: 202}}]}}
+    - {name: eth5, vlan: {mode: access, tag: 20}}
+- {name: vrf1, type: vrf, vrf: {port: [eth6], route-table-id: 10}}
+- {name: eth1.7, type: vlan, vlan: {id: 7, base-iface: eth1}}
+- {name: mv0, type: mac-vlan, mac-vlan: {base-iface: eth1, mode: bridge}}
+- {name: vx0, type: vxlan, vxlan: {id: 42, base-iface: eth1, remote: 192.0.2.9}}
+- {name: gone0, state: absent}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100}
+  - {destination: 203.0.113.0/24, state: absent}
+dns-resolver:
+  config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
+`
+
+// verifyCurrent is what a backend reads back when verifyDesired is in effect, spelled
+// the way backends spell it (other case, ranges as single ids, extra fields).
+const verifyCurrent = `
+interfaces:
+- name: eth1
+  type: ethernet
+  state: up
+  mtu: 9000
+  mac-address: "02:00:00:00:00:01"
+  ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}]}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, address: [{ip: "fe80::1", prefix-length: 64}]}
+- name: bond0
+  type: bond
+  state: up
+  link-aggregation: {mode: 802.3ad, options: {miimon: "100", lacp_rate: "1", updelay: "0"}, port: [eth3, eth2]}
+- name: br0
+  type: linux-bridge
+  state: up
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - {name: eth4, vlan: {mode: trunk, enable-native: true, tag: 10, trunk-tags: [{id: 100}, {id: 200}, {id-range: {min: 201, max: 202}}]}}
+    - {name: eth5, vlan: {mode: access, tag: 20}}
+- {name: vrf1, type: vrf, state: up, vrf: {port: [eth6], route-table-id: 10}}
+- {name: eth1.7, type: vlan, state: up, vlan: {id: 7, base-iface: eth1}}
+- {name: mv0, type: mac-vlan, state: up, mac-vlan: {base-iface: eth1, mode: bridge}}
+- {name: vx0, type: vxlan, state: up, vxlan: {id: 42, base-iface: eth1, remote: 192.0.2.9}}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100}
+  running:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100}
+  - {destination: 203.0.113.0/24, next-hop-interface: eth1, table-id: 254}
+dns-resolver:
+  config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
+  running: {server: [192.0.2.53, "2001:db8::53", 192.0.2.99], search: [example.com]}
+`
+
+func TestVerifyEveryStatedField(t *testing.T) {
+	desired := mustParseCurrent(t, verifyDesired)
+	if diffs := Verify(desired, mustParseCurrent(t, verifyCurrent)); len(diffs) > 0 {
+		t.Fatalf("the current state that has every field: %v", diffs)
+	}
+	for _, tc := range []struct {
+		field  string
+		change func(*State)
+		path   string
+	}{
+		{"mtu", func(s *State) { *iface(s, "eth1").MTU = 1500 }, "eth1.mtu"},
+		{"mac-address", func(s *State) { *iface(s, "eth1").MACAddress = "02:00:00:00:00:02" }, "eth1.mac-address"},
+		{"type", func(s *State) { iface(s, "eth1.7").Type = MACVLAN }, "eth1.7.type"},
+		{"up", func(s *State) { iface(s, "eth1").State = Down }, "eth1: is down"},
+		{"exists", func(s *State) { s.Interfaces = s.Interfaces[1:] }, "eth1: does not exist"},
+		{"absent", func(s *State) { s.Interfaces = append(s.Interfaces, Interface{Name: "gone0", Type: Dummy, State: Up}) }, "gone0: still exists"},
+		{"ipv4 address", func(s *State) { iface(s, "eth1").IPv4.Address[0].PrefixLength = 25 }, "eth1.ipv4.address"},
+		{"ipv4 enabled", func(s *State) { *iface(s, "eth1").IPv4.Enabled = false }, "eth1.ipv4.enabled"},
+		{"ipv6 dhcp", func(s *State) { *iface(s, "eth1").IPv6.DHCP = false }, "eth1.ipv6.dhcp"},
+		{"ipv6 autoconf", func(s *State) { *iface(s, "eth1").IPv6.Autoconf = false }, "eth1.ipv6.autoconf"},
+		{"ipv6 auto-dns", func(s *State) { *iface(s, "eth1").IPv6.AutoDNS = true }, "eth1.ipv6.auto-dns"},
+		{"ipv6 auto-gateway", func(s *State) { *iface(s, "eth1").IPv6.AutoGateway = true }, "eth1.ipv6.auto-gateway"},
+		{"ipv6 auto-routes", func(s *State) { iface(s, "eth1").IPv6.AutoRoutes = nil }, "eth1.ipv6.auto-routes"},
+		{"bond mode", func(s *State) { iface(s, "bond0").LinkAggregation.Mode = "active-backup" }, "bond0.link-aggregation.mode"},
+		{"bond option", func(s *State) { iface(s, "bond0").LinkAggregation.Options["miimon"] = "200" }, "bond0.link-aggregation.options.miimon"},
+		{"bond option missing", func(s *State) { delete(iface(s, "bond0").LinkAggregation.Options, "lacp_rate") }, "bond0.link-aggregation.options.lacp_rate"},
+		{"bond ports", func(s *State) { iface(s, "bond0").LinkAggregation.Port = []string{"eth2"} }, "bond0.link-aggregation.port"},
+		{"bridge stp", func(s *State) { *iface(s, "br0").Bridge.Options.STP.Enabled = true }, "br0.bridge.options.stp.enabled"},
+		{"bridge ports", func(s *State) { iface(s, "br0").Bridge.Port = iface(s, "br0").Bridge.Port[:1] }, "br0.bridge.port"},
+		{"trunk tags", func(s *State) {
+			iface(s, "br0").Bridge.Port[0].VLAN.TrunkTags = iface(s, "br0").Bridge.Port[0].VLAN.TrunkTags[:2]
+		}, "br0.bridge.port[name=eth4].vlan"},
+		{"native vlan", func(s *State) { *iface(s, "br0").Bridge.Port[0].VLAN.EnableNative = false }, "br0.bridge.port[name=eth4].vlan"},
+		{"access tag", func(s *State) { *iface(s, "br0").Bridge.Port[1].VLAN.Tag = 21 }, "br0.bridge.port[name=eth5].vlan"},
+		{"vrf table", func(s *State) { iface(s, "vrf1").VRF.RouteTableID = 11 }, "vrf1.vrf.route-table-id"},
+		{"vrf ports", func(s *State) { iface(s, "vrf1").VRF.Port = nil }, "vrf1.vrf.port"},
+		{"vlan id", func(s *State) { iface(s, "eth1.7").VLAN.ID = 8 }, "eth1.7.vlan"},
+		{"mac-vlan mode", func(s *State) { iface(s, "mv0").MACVLAN.Mode = "vepa" }, "mv0.mac-vlan"},
+		{"vxlan remote", func(s *State) { iface(s, "vx0").VXLAN.Remote = "192.0.2.8" }, "vx0.vxlan"},
+		{"route metric", func(s *State) { *s.Routes.Running[0].Metric = 51 }, "routes.config[destination=198.51.100.0/24"},
+		{"route table", func(s *State) { *s.Routes.Running[0].TableID = 254 }, "routes.config[destination=198.51.100.0/24"},
+		{"absent route", func(s *State) {
+			s.Routes.Config = append(s.Routes.Config, Route{Destination: "203.0.113.0/24", NextHopInterface: "eth9", TableID: ptr(7)})
+		}, "routes.config[destination=203.0.113.0/24]"},
+		{"dns server", func(s *State) { s.DNSResolver.Config.Server = s.DNSResolver.Config.Server[:1] }, "dns-resolver.config.server"},
+		{"dns server order", func(s *State) { s.DNSResolver.Config.Server = []string{"2001:db8::53", "192.0.2.53"} }, "dns-resolver.config.server"},
+		{"dns search", func(s *State) { s.DNSResolver.Config.Search = nil }, "dns-resolver.config.search"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			current := mustParseCurrent(t, verifyCurrent)
+			tc.change(&current)
+			diffs := Verify(desired, current)
+			found := false
+			for _, d := range diffs {
+				found = found || strings.HasPrefix(d, tc.path)
+			}
+			if !found {
+				t.Errorf("a current state differing in %s alone: diffs %q, want one at %s", tc.field, diffs, tc.path)
+			}
+		})
+	}
+}
+
+func TestVerifyClearedDNS(t *testing.T) {
+	desired := mustParseCurrent(t, `dns-resolver: {config: {}}`)
+	for _, tc := range []struct {
+		name    string
+		current string
+		diffs   int
+	}{
+		{"nothing static left", `dns-resolver: {config: {}, running: {server: [192.0.2.99]}}`, 0},
+		{"an IPv6 server left", `dns-resolver: {config: {server: ["2001:db8::53"]}}`, 1},
+		{"a search domain left", `dns-resolver: {config: {search: [example.com]}}`, 1},
+	} {
+		if diffs := Verify(desired, mustParseCurrent(t, tc.current)); len(diffs) != tc.diffs {
+			t.Errorf("%s: diffs %q, want %d", tc.name, diffs, tc.diffs)
+		}
+	}
+}
+
+func TestRouteSelects(t *testing.T) {
+	running := Route{Destination: "203.0.113.0/24", NextHopInterface: "eth1", NextHopAddress: "192.0.2.1", Metric: ptr(100), TableID: ptr(100)}
+	for _, tc := range []struct {
+		absent string
+		want   bool
+	}{
+		{`{destination: 203.0.113.0/24}`, true},
+		{`{destination: 203.0.113.0/25}`, false},
+		{`{next-hop-interface: eth1}`, true},
+		{`{next-hop-interface: eth2}`, false},
+		{`{next-hop-address: 192.0.2.1}`, true},
+		{`{next-hop-address: 192.0.2.2}`, false},
+		{`{destination: 203.0.113.0/24, table-id: 100}`, true},
+		{`{destination: 203.0.113.0/24, table-id: 0}`, true},
+		{`{destination: 203.0.113.0/24, table-id: 254}`, false},
+		{`{destination: 203.0.113.0/24, metric: 5}`, true}, // nmstate never compares the metric
+	} {
+		s := mustParse(t, `routes: {config: [`+strings.TrimSuffix(tc.absent, "}")+`, state: absent}]}`)
+		if got := s.Routes.Config[0].Selects(running); got != tc.want {
+			t.Errorf("%s selects %s = %v, want %v", tc.absent, running, got, tc.want)
+		}
+	}
+}
+
+func TestAbsentRouteNamingNothingIsRefused(t *testing.T) {
+	_, err := Parse([]byte(`routes: {config: [{state: absent, metric: 5}]}`))
+	if err == nil || !strings.Contains(err.Error(), "routes.config[0]: an absent route must name") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func iface(s *State, name string) *Interface {
+	for i := range s.Interfaces {
+		if s.Interfaces[i].Name == name {
+			return &s.Interfaces[i]
+		}
+	}
+	panic(name)
+}
+
+func ptr(i int) *int { return &i }
+
+// mustParseCurrent reads a state as a backend reports it: no validation, running sections.
+func mustParseCurrent(t *testing.T, doc string) State {
+	t.Helper()
+	var s State
+	if err := yaml.Unmarshal([]byte(doc), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
