@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds (once) what the VM tier boots under qemu: a Debian kernel and initrd, and a root
-# disk image made from hack/rootfs.sh's root filesystem plus the kernel's modules and a
-# unit that runs the test payload from a 9p share. Prints the directory holding
-# vmlinuz, initrd.img and root.img. Needs root, qemu-utils and e2fsprogs.
+# disk image made from hack/rootfs.sh's root filesystem plus the kernel's modules, dnsmasq
+# (the DHCP server of the published DHCP examples) and a unit that runs the test payload
+# from a 9p share. Prints the directory holding vmlinuz, initrd.img and root.img. Needs
+# root, qemu-utils and e2fsprogs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ unshare -m --propagation private sh -c "
   mount -t proc proc '$work/root/proc' && mount --rbind /sys '$work/root/sys' && mount --rbind /dev '$work/root/dev' &&
   cp /etc/resolv.conf '$work/root/etc/resolv.conf' 2>/dev/null;
   chroot '$work/root' apt-get update -qq &&
-  chroot '$work/root' apt-get install -y -qq --no-install-recommends linux-image-amd64 >/dev/null" >&2
+  chroot '$work/root' apt-get install -y -qq --no-install-recommends linux-image-amd64 dnsmasq-base >/dev/null" >&2
 cp "$work"/root/boot/vmlinuz-* "$work/vmlinuz"
 cp "$work"/root/boot/initrd.img-* "$work/initrd.img"
 chmod 0644 "$work/vmlinuz" "$work/initrd.img"

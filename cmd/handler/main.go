@@ -38,7 +38,7 @@ import (
 // options are the handler's flags.
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
-	probeTimeout                                                           time.Duration
+	probeTimeout, activationTimeout                                        time.Duration
 	reapplyDrift                                                           bool
 }
 
@@ -54,6 +54,8 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8090", `address serving /healthz and /readyz ("0" disables)`)
 	flag.DurationVar(&o.probeTimeout, "probe-timeout", 45*time.Second,
 		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
+	flag.DurationVar(&o.activationTimeout, "activation-timeout", networkmanager.DefaultActivationTimeout,
+		"how long an apply waits for its interfaces to activate, DHCP leases included, before it is rolled back naming those that did not")
 	flag.BoolVar(&o.reapplyDrift, "reapply-drift", false,
 		"re-apply every policy whose committed state is changed outside nmoverlay (default: only policies annotated "+
 			node.DriftAnnotation+"="+node.DriftReapply+"; the others are reported Failing)")
@@ -106,10 +108,10 @@ func run(o options) error {
 		Client:   mgr.GetClient(),
 		NodeName: nodeName,
 		// NetworkManager rolls the checkpoint back by itself if this process dies; its
-		// timeout must outlast activation (which covers NetworkManager's DHCP timeout) and
-		// the probes (which share one deadline), or it fires while the probes still wait.
+		// timeout must outlast activation (DHCP included) and the probes (which share one
+		// deadline), or it fires while the probes still wait.
 		Engine: node.Reconnecting{Engine: node.NetworkManager{Client: nm,
-			Options: networkmanager.ApplyOptions{RollbackTimeout: networkmanager.DefaultActivationTimeout + o.probeTimeout + 30*time.Second,
+			Options: networkmanager.ApplyOptions{ActivationTimeout: o.activationTimeout, RollbackTimeout: o.activationTimeout + o.probeTimeout + 30*time.Second,
 				CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),

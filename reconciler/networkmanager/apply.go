@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,8 +37,9 @@ type ApplyOptions struct {
 	CheckpointRecord string
 }
 
-// DefaultActivationTimeout covers NetworkManager's own DHCP timeout (45 s) with room for
-// the activation around it, so a slow DHCP server fails as a DHCP timeout, not as ours.
+// DefaultActivationTimeout bounds the wait for activation, DHCP included: longer than
+// NetworkManager's own DHCP timeout (45 s), so a DHCP server that answers slowly still
+// answers in time.
 const DefaultActivationTimeout = 50 * time.Second
 
 func (o ApplyOptions) withDefaults() (ApplyOptions, error) {
@@ -61,6 +63,8 @@ type Transaction struct {
 	checkpoint checkpointID
 	record     record
 	desired    state.State
+	// created are the interfaces the state names that did not exist before the apply.
+	created []string
 }
 
 // Commit keeps the change: the checkpoint is destroyed. If NetworkManager lost the
@@ -97,7 +101,39 @@ func (t *Transaction) Rollback(ctx context.Context) error {
 	if cerr := t.record.clear(); err == nil {
 		err = cerr
 	}
+	if derr := t.c.deleteLeftovers(ctx, t.created); err == nil {
+		err = derr
+	}
 	return err
+}
+
+// deleteLeftovers deletes the software devices the apply created that the rollback left:
+// NetworkManager disconnects a new device but leaves its kernel link when it was still
+// activating (a bridge waiting for DHCP).
+func (c *Client) deleteLeftovers(ctx context.Context, created []string) error {
+	if len(created) == 0 {
+		return nil
+	}
+	devs, err := c.devices(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range devs {
+		if !slices.Contains(created, d.name) || !d.real || d.typ == "" || d.typ == state.Ethernet || d.state == deviceStateActivated {
+			continue
+		}
+		if err := c.call(ctx, d.path, deviceIface+".Delete").Err; err != nil && c.stillReal(ctx, d.name) {
+			return fmt.Errorf("deleting %s, created by the apply rolled back: %w", d.name, err)
+		}
+	}
+	return nil
+}
+
+// stillReal: the device exists in the kernel (NetworkManager may have been removing it
+// while Delete was asked).
+func (c *Client) stillReal(ctx context.Context, name string) bool {
+	devs, err := c.devices(ctx)
+	return err != nil || slices.ContainsFunc(devs, func(d device) bool { return d.name == name && d.real })
 }
 
 func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
@@ -171,6 +207,11 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		return nil, err
 	}
 	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
+	for _, it := range pl.interfaces {
+		if _, existed := h.devs[it.Name]; !existed && it.State != state.Absent {
+			tx.created = append(tx.created, it.Name)
+		}
+	}
 	fail := func(err error) (*Transaction, error) {
 		// The rollback must happen even if ctx is done.
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -182,7 +223,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		}
 		return nil, e
 	}
-	if err := c.applyPlan(ctx, h, pl, desired, opts); err != nil {
+	if err := c.carryOut(ctx, h, pl, desired, opts); err != nil {
 		return fail(err)
 	}
 	diffs, err := c.unconverged(ctx, desired)
@@ -226,8 +267,8 @@ func (c *Client) profiles(ctx context.Context) ([]profile, error) {
 	return out, nil
 }
 
-// applyPlan deletes, saves and activates the profiles the plan names, in its order.
-func (c *Client) applyPlan(ctx context.Context, h *host, pl *applyPlan, desired state.State, opts ApplyOptions) error {
+// carryOut deletes, saves and activates the profiles the plan names, in its order.
+func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state.State, opts ApplyOptions) error {
 	for _, name := range pl.deletes {
 		if err := c.call(ctx, h.owned[name].path, connIface+".Delete").Err; err != nil {
 			return fmt.Errorf("%s: deleting its profile: %w", name, err)
@@ -400,7 +441,17 @@ func (c *Client) deviceStateText(ctx context.Context, name string) string {
 	if err := c.prop(dev, deviceIface, "StateReason", &reason); err != nil {
 		return "state unknown"
 	}
+	if what, ok := deviceStates[reason.State]; ok {
+		return fmt.Sprintf("%s: device state %d, reason %d", what, reason.State, reason.Reason)
+	}
 	return fmt.Sprintf("device state %d, reason %d", reason.State, reason.Reason)
+}
+
+// deviceStates say what NetworkManager's device states wait for (NMDeviceState).
+var deviceStates = map[uint32]string{
+	20: "unavailable (no carrier or not ready)", 30: "disconnected", 40: "preparing", 50: "configuring",
+	60: "waiting for secrets", 70: "waiting for an IP address (DHCP or autoconf did not answer)",
+	80: "checking IP connectivity", 90: "waiting for a secondary connection", 120: "failed",
 }
 
 func newUUID() string {

@@ -28,11 +28,3 @@ func TestApplyOptionsTimeouts(t *testing.T) {
 		}
 	}
 }
-
-// The DHCP timeout owned profiles get must end before the default activation wait, so a
-// DHCP server that never answers fails as DHCP.
-func TestDHCPTimeoutBelowActivation(t *testing.T) {
-	if dhcpTimeout >= DefaultActivationTimeout {
-		t.Errorf("dhcp-timeout %s is not below the activation timeout %s", dhcpTimeout, DefaultActivationTimeout)
-	}
-}

@@ -45,9 +45,9 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 	return h, nil
 }
 
-// applyPlan is what one apply does: owned profiles to delete, then interfaces to save and
+// steps are what one apply does: owned profiles to delete, then interfaces to save and
 // activate in dependency order, each with what its profile carries besides its own fields.
-type applyPlan struct {
+type steps struct {
 	deletes    []string
 	interfaces []state.Interface
 	perIface   map[string]plan
@@ -56,8 +56,8 @@ type applyPlan struct {
 // plan spreads the desired state's ports, routes and DNS over the interfaces that carry
 // them. Interfaces that only carry routes, route removals or DNS are added (state up, no
 // fields of their own) and keep the rest of their current profile.
-func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) (*applyPlan, error) {
-	pl := &applyPlan{perIface: map[string]plan{}}
+func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) (*steps, error) {
+	pl := &steps{perIface: map[string]plan{}}
 	in := map[string]bool{}
 	for _, it := range ordered {
 		in[it.Name] = true
@@ -135,14 +135,14 @@ func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool)
 	}
 	var out []string
 	names := map[string]bool{}
-	for name := range h.devs {
-		names[name] = true
+	for name, d := range h.devs {
+		names[name] = !d.external
 	}
 	for name := range h.owned {
 		names[name] = true
 	}
-	for name := range names {
-		if r.NextHopInterface != "" && name != r.NextHopInterface {
+	for name, ours := range names {
+		if !ours || r.NextHopInterface != "" && name != r.NextHopInterface {
 			continue
 		}
 		base, _ := h.base(name, prune, false)
@@ -244,7 +244,7 @@ func (h *host) build(it state.Interface, p plan, prune bool) (settings, error) {
 // deletes are the owned profiles to delete: those of interfaces the state removes, the
 // ports they controlled (which would otherwise come back enslaved to nothing), and, with
 // prune, those of interfaces it does not name.
-func (h *host) deletes(interfaces []state.Interface, pl *applyPlan, prune bool) []string {
+func (h *host) deletes(interfaces []state.Interface, pl *steps, prune bool) []string {
 	named := map[string]bool{}
 	removed := map[string]bool{}
 	for _, it := range interfaces {
@@ -281,7 +281,7 @@ func (h *host) deletes(interfaces []state.Interface, pl *applyPlan, prune bool) 
 // Never an interface another policy names: DNS must not rewrite another policy's
 // profile, nor go with it. Static DNS on other interfaces is cleared (the config is the
 // node's whole static DNS). No carrier for a family that has servers: refused.
-func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *applyPlan, prune bool, touch func(string)) error {
+func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *steps, prune bool, touch func(string)) error {
 	cfg := d.Config
 	var servers [2][]string // by family: 0 IPv4, 1 IPv6
 	for _, srv := range cfg.Server {
@@ -327,8 +327,8 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *app
 	}
 	// Every interface whose profile carries static DNS now gets it cleared, unless it
 	// carries the new config.
-	for name := range h.devs {
-		if name == carrier[0] || name == carrier[1] || pl.perIface[name].port != nil && pl.perIface[name].port.kind != "vrf" {
+	for name, d := range h.devs {
+		if d.external || name == carrier[0] || name == carrier[1] || pl.perIface[name].port != nil && pl.perIface[name].port.kind != "vrf" {
 			continue
 		}
 		if base, _ := h.base(name, prune, false); hasDNS(base) {
@@ -358,7 +358,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *app
 }
 
 // dnsCarrier picks the interface that carries one family's DNS (placeDNS says how).
-func (h *host) dnsCarrier(v6 bool, scope []string, desired map[string]state.Interface, pl *applyPlan, prune bool) string {
+func (h *host) dnsCarrier(v6 bool, scope []string, desired map[string]state.Interface, pl *steps, prune bool) string {
 	family := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
 	eligible := func(name string) bool {
 		p := pl.perIface[name]
@@ -421,7 +421,7 @@ func (h *host) dnsCarrier(v6 bool, scope []string, desired map[string]state.Inte
 	// Current interfaces no policy names.
 	var candidates []string
 	for name, d := range h.devs {
-		if _, named := desired[name]; !named && d.state == deviceStateActivated && d.typ != "" && valid(name) {
+		if _, named := desired[name]; !named && !d.external && d.state == deviceStateActivated && d.typ != "" && valid(name) {
 			candidates = append(candidates, name)
 		}
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -266,10 +266,11 @@ func setIP(s settings, family string, c *state.IPConfig, p plan) error {
 		}
 		s.set(family, "address-data", addrs)
 		if dhcp || autoconf {
-			// NetworkManager's own DHCP timeout (45 s by default) must end before the
-			// engine's activation wait does, so a server that never answers fails as
-			// DHCP, named, not as a wait that ran out.
-			s.set(family, "dhcp-timeout", int32(dhcpTimeout.Seconds()))
+			// Never give up on DHCP (nmstate does the same): with NetworkManager's 45 s a
+			// DHCP server down at a lease renewal would take the interface down for good.
+			// An apply does not wait for ever: its activation wait fails the interface,
+			// named, and rolls back.
+			s.set(family, "dhcp-timeout", int32(math.MaxInt32))
 		}
 		if c.AutoDNS != nil {
 			s.set(family, "ignore-auto-dns", !*c.AutoDNS)
@@ -339,9 +340,6 @@ func setIP(s settings, family string, c *state.IPConfig, p plan) error {
 	}
 	return nil
 }
-
-// dhcpTimeout is what owned profiles give DHCP, below the default activation timeout.
-const dhcpTimeout = 40 * time.Second
 
 func routeData(r state.Route, pfx netip.Prefix) map[string]dbus.Variant {
 	rd := map[string]dbus.Variant{

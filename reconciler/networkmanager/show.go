@@ -11,6 +11,9 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
+// activeStateFlagExternal is NM_ACTIVATION_STATE_FLAG_EXTERNAL.
+const activeStateFlagExternal = 0x80
+
 // deviceType maps NetworkManager's NMDeviceType to nmstate's interface type.
 var deviceType = map[uint32]state.InterfaceType{
 	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
@@ -27,6 +30,12 @@ type device struct {
 	active dbus.ObjectPath
 	// profile is the settings path of the profile active on it, or "".
 	profile dbus.ObjectPath
+	// real: the device exists in the kernel (NetworkManager keeps objects for devices its
+	// profiles could create).
+	real bool
+	// external: NetworkManager only follows what another program configured on it (its
+	// profile is generated, in memory): never the engine's to take over.
+	external bool
 }
 
 // objects is one snapshot of every NetworkManager object and its properties.
@@ -63,7 +72,10 @@ func (o objects) devices() []device {
 		d.state, _ = props["State"].Value().(uint32)
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
 		d.typ = deviceType[d.nmType]
+		d.real, _ = props["Real"].Value().(bool)
 		d.profile, _ = o[d.active][activeIface]["Connection"].Value().(dbus.ObjectPath)
+		flags, _ := o[d.active][activeIface]["StateFlags"].Value().(uint32)
+		d.external = flags&activeStateFlagExternal != 0
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })

@@ -19,6 +19,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
 // processNode is an overlay node whose handler runs as it does on a real node: its own
@@ -38,6 +39,13 @@ type processNode struct {
 // with args; run it in a BeforeAll (it registers the clean-up).
 func newProcessNode(name string, args ...string) *processNode {
 	GinkgoHelper()
+	return newProcessNodeWith(name, nil, args...)
+}
+
+// newProcessNodeWith is newProcessNode with more at each boot: extra runs once the node's
+// namespaces exist, with the fabric's name (more NICs cabled to it).
+func newProcessNodeWith(name string, extra func(n *nmhost.Node, fabric string) error, args ...string) *processNode {
+	GinkgoHelper()
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-node")
 	dir := GinkgoT().TempDir()
 	p := &processNode{name: name, args: args, bin: filepath.Join(dir, "handler"),
@@ -55,7 +63,11 @@ func newProcessNode(name string, args ...string) *processNode {
 	Expect(readyNode(context.Background(), p.k8s, name)).To(Succeed())
 	Expect(fabric.Kubeconfig(env, "nmoverlay-handler", p.kubeconfig)).To(Succeed())
 
-	p.overlayNode, err = newOverlayNode(name, helper, nil)
+	var boot func(*nmhost.Node) error
+	if extra != nil {
+		boot = func(n *nmhost.Node) error { return extra(n, p.fabric) }
+	}
+	p.overlayNode, err = newOverlayNode(name, helper, boot)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(p.close)
 	stopFabric, err := fabric.ServeAPI(p.fabric, cfg.Host)

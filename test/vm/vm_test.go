@@ -57,7 +57,7 @@ var _ = BeforeSuite(func() {
 		"-append", "console=ttyS0 root=/dev/vda rw quiet",
 		"-drive", "file=" + disk + ",format=qcow2,if=virtio",
 		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=share"}
-	// Isolated hub ports: no traffic leaves the VM. A on its own hub, B and C together.
+	// Isolated hub ports: no traffic leaves the VM. A on its own hub, B, C and D together.
 	for i, mac := range scenarios.MACs {
 		hub := 1
 		if i == 0 {
@@ -66,7 +66,7 @@ var _ = BeforeSuite(func() {
 		args = append(args, "-netdev", fmt.Sprintf("hubport,id=n%d,hubid=%d", i, hub),
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=n%d,mac=%s", i, mac))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
 	start := time.Now()
 	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
@@ -79,13 +79,24 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "the guest wrote no output; console:\n%s", tail(string(console), 60))
 	GinkgoWriter.Printf("guest output:\n%s\n", output)
 	results = map[string]string{}
+	last := ""    // the scenario the lines after a FAIL (the guest's diagnostics) belong to
+	pending := "" // lines before a result that belong to it (a retry and why)
 	for _, line := range strings.Split(string(output), "\n") {
+		reported := false
 		for _, prefix := range []string{"PASS ", "FAIL "} {
 			if name, ok := strings.CutPrefix(line, prefix); ok {
 				name, _, _ = strings.Cut(name, ": ")
 				name, _, _ = strings.Cut(name, " (")
-				results[name] = line
+				results[name], last, reported = line+pending, name, true
+				pending = ""
 			}
+		}
+		switch {
+		case reported:
+		case strings.HasPrefix(line, "RETRY ") || pending != "":
+			pending += "\n" + line
+		case last != "" && strings.HasPrefix(results[last], "FAIL "):
+			results[last] += "\n" + line
 		}
 	}
 })
@@ -95,6 +106,9 @@ var _ = Describe("in a qemu guest with a Debian kernel", func() {
 		It(s.Name, func() {
 			line, ok := results[s.Name]
 			Expect(ok).To(BeTrue(), "the guest did not report this scenario")
+			if strings.Contains(line, "\nRETRY ") {
+				AddReportEntry("retried once", line) // shown whatever the outcome
+			}
 			Expect(line).To(HavePrefix("PASS "), line)
 		})
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
 	defer cancel()
 	// NetworkManager is started by systemd; wait until it is up and settled.
 	_ = exec.CommandContext(ctx, "nm-online", "-s", "-q", "-t", "60").Run()
@@ -38,6 +38,10 @@ func main() {
 		if err := s.Run(ctx, env); err != nil {
 			failed++
 			fmt.Printf("FAIL %s: %v\n", s.Name, err)
+			// What NetworkManager and the LAN's DHCP server said, for the host's log.
+			journal, _ := exec.Command("sh", "-c", "journalctl -b -u NetworkManager --no-pager | grep -v dispatcher | tail -n 80").CombinedOutput()
+			dhcp, _ := exec.Command("sh", "-c", "grep -E 'DHCP[A-Z]+|SOLICIT|ADVERTISE|REPLY' /run/lan-dnsmasq.log | tail -n 40; ip -n lan -s link show lan0").CombinedOutput()
+			fmt.Printf("DIAG NetworkManager:\n%s\nDIAG dnsmasq:\n%s\n", journal, dhcp)
 			continue
 		}
 		fmt.Printf("PASS %s (%s)\n", s.Name, time.Since(start).Round(time.Millisecond))

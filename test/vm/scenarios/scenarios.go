@@ -16,11 +16,12 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
-// NICs are the guest's test NICs, found by the MAC addresses the host gives them.
-type NICs struct{ A, B, C string }
+// NICs are the guest's test NICs, found by the MAC addresses the host gives them. A is
+// alone on its link; B, C and D share one (D serves DHCP on it, from its own netns).
+type NICs struct{ A, B, C, D string }
 
-// MACs the host assigns to the guest's NICs, in order A, B, C.
-var MACs = []string{"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03"}
+// MACs the host assigns to the guest's NICs, in order A, B, C, D.
+var MACs = []string{"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03", "52:54:00:00:00:04"}
 
 // Scenario is one check, run in order in one boot.
 type Scenario struct {
@@ -30,8 +31,9 @@ type Scenario struct {
 
 // Env is what a scenario works with.
 type Env struct {
-	NM   *networkmanager.Client
-	NICs NICs
+	NM      *networkmanager.Client
+	NICs    NICs
+	stopLAN func()
 }
 
 // Apply parses, applies and commits a desired state written with {A} {B} {C} for the NICs.
@@ -83,7 +85,9 @@ func gone(dev string) error {
 }
 
 // All are the scenarios, in the order they run.
-var All = []Scenario{
+var All = append(engineScenarios, publishedScenarios()...)
+
+var engineScenarios = []Scenario{
 	{"bond active-backup over two NICs with a static address", func(ctx context.Context, e *Env) error {
 		if err := e.Apply(ctx, `
 interfaces:
@@ -168,9 +172,15 @@ routes:
 		}
 		return expect([]string{"ip", "route", "show", "table", "10"}, "10.20.0.0/16 via 10.10.0.254 dev dummy1")
 	}},
-	{"linux bridge with VLAN filtering on its port", func(ctx context.Context, e *Env) error {
+	// nmstate's port VLANs: a trunk carries its tags tagged, and its native VLAN (tag with
+	// enable-native) as PVID untagged; an access port its tag as PVID untagged. The
+	// bridge's default PVID (VLAN 1) stays on every port, as under nmstate with
+	// NetworkManager, which both leave to the kernel and leave out when reading back.
+	{"linux bridge with VLAN filtering, a trunk, a trunk with a native VLAN, an access port", func(ctx context.Context, e *Env) error {
 		if err := e.Apply(ctx, `
 interfaces:
+- {name: dnat, type: dummy, state: up}
+- {name: dacc, type: dummy, state: up}
 - name: br0
   type: linux-bridge
   state: up
@@ -179,10 +189,20 @@ interfaces:
     port:
     - name: {A}
       vlan: {mode: trunk, trunk-tags: [{id: 100}, {id-range: {min: 200, max: 210}}]}
+    - name: dnat
+      vlan: {mode: trunk, enable-native: true, tag: 50, trunk-tags: [{id: 60}]}
+    - name: dacc
+      vlan: {mode: access, tag: 20}
 `); err != nil {
 			return err
 		}
-		return expect([]string{"bridge", "vlan", "show", "dev", e.NICs.A}, "100", "200", "210")
+		if err := vlans(e.NICs.A, map[int]string{100: "tagged", 200: "tagged", 210: "tagged", 1: "PVID Egress Untagged"}); err != nil {
+			return err
+		}
+		if err := vlans("dnat", map[int]string{50: "PVID Egress Untagged", 60: "tagged"}); err != nil {
+			return err
+		}
+		return vlans("dacc", map[int]string{20: "PVID Egress Untagged"})
 	}},
 	{"policies named against their dependencies converge in one pass", func(ctx context.Context, e *Env) error {
 		// "z-policy" holds the VLAN, "y-policy" the bond it sits on.
@@ -209,8 +229,46 @@ interfaces:
 				return err
 			}
 		}
+		// Without prune too: the bonds' ports' profiles go with them.
+		if left := ownedKeyfiles(func(text string) bool {
+			return strings.Contains(text, "master=bond") || strings.Contains(text, "controller=bond")
+		}); len(left) > 0 {
+			return fmt.Errorf("profiles of the removed bonds' ports left: %v", left)
+		}
 		return nil
 	}},
+}
+
+// vlans checks `bridge vlan show` for a port: each VLAN listed, as "tagged" (no flags)
+// or with the flags given; a VLAN whose flags say tagged must carry no PVID/Untagged flag.
+func vlans(dev string, want map[int]string) error {
+	out, err := sh("bridge", "vlan", "show", "dev", dev)
+	if err != nil {
+		return fmt.Errorf("bridge vlan show dev %s: %v: %s", dev, err, out)
+	}
+	flags := map[int]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), dev))
+		if len(f) == 0 {
+			continue
+		}
+		var id int
+		if _, err := fmt.Sscanf(f[0], "%d", &id); err == nil {
+			flags[id] = strings.Join(f[1:], " ")
+		}
+	}
+	for id, w := range want {
+		got, ok := flags[id]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: VLAN %d missing:\n%s", dev, id, out)
+		case w == "tagged" && got != "":
+			return fmt.Errorf("%s: VLAN %d is %q, want tagged:\n%s", dev, id, got, out)
+		case w != "tagged" && got != w:
+			return fmt.Errorf("%s: VLAN %d is %q, want %q:\n%s", dev, id, got, w, out)
+		}
+	}
+	return nil
 }
 
 // FindNICs names the guest's NICs by MAC address.
@@ -226,8 +284,8 @@ func FindNICs() (NICs, error) {
 			byMAC[strings.TrimSpace(string(b))] = e.Name()
 		}
 	}
-	n := NICs{byMAC[MACs[0]], byMAC[MACs[1]], byMAC[MACs[2]]}
-	if n.A == "" || n.B == "" || n.C == "" {
+	n := NICs{byMAC[MACs[0]], byMAC[MACs[1]], byMAC[MACs[2]], byMAC[MACs[3]]}
+	if n.A == "" || n.B == "" || n.C == "" || n.D == "" {
 		return n, fmt.Errorf("test NICs not found by MAC: %v", byMAC)
 	}
 	return n, nil

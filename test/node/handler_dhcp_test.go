@@ -1,0 +1,67 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
+)
+
+// DHCP on the fabric: Debian's dnsmasq serves eth2's link; eth3's link has no server. The
+// handler, as its own process, applies two DHCP policies created together: the one that
+// gets a lease is Available, the other fails alone, its interface named.
+var _ = Describe("the handler with DHCP", Ordered, func() {
+	var n *processNode
+
+	BeforeAll(func() {
+		dnsmasq, err := exec.LookPath("dnsmasq")
+		if err != nil {
+			dnsmasq, err = exec.LookPath("/usr/sbin/dnsmasq")
+		}
+		Expect(err).NotTo(HaveOccurred(), "dnsmasq is missing: run hack/install-deps.sh")
+		n = newProcessNodeWith("dhcp", func(node *nmhost.Node, fabricNS string) error {
+			for _, link := range [][2]string{{"dh2", "eth2"}, {"dh3", "eth3"}} {
+				_ = exec.Command("ip", "-n", fabricNS, "link", "del", link[0]).Run()
+				for _, args := range [][]string{
+					{"-n", fabricNS, "link", "add", link[0], "type", "veth", "peer", "name", link[1], "netns", strconv.Itoa(node.PID())},
+					{"-n", fabricNS, "link", "set", link[0], "up"},
+				} {
+					if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+						return fmt.Errorf("ip %v: %v: %s", args, err, out)
+					}
+				}
+			}
+			if out, err := exec.Command("ip", "-n", fabricNS, "addr", "add", "198.51.100.1/24", "dev", "dh2").CombinedOutput(); err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		}, "--activation-timeout", "15s")
+		dir := GinkgoT().TempDir()
+		server := exec.Command("ip", "netns", "exec", n.fabric, dnsmasq, "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
+			"--user=root", "--group=root", "--bind-interfaces", "--interface=dh2", "--dhcp-range=198.51.100.100,198.51.100.199,1h",
+			"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"))
+		server.Stdout, server.Stderr = GinkgoWriter, GinkgoWriter
+		Expect(server.Start()).To(Succeed())
+		DeferCleanup(func() { _ = server.Process.Kill(); _, _ = server.Process.Wait() })
+	})
+	AfterEach(func() { n.printOnFailure() })
+
+	It("a DHCP interface without a lease fails alone, named; the other policy is Available", func() {
+		n.create("served", `{"interfaces":[{"name":"eth2","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true}}]}`)
+		n.create("unserved", `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true}}]}`)
+		Eventually(n.enactment("unserved"), "60s").Should(SatisfyAll(HavePrefix("Failing"), ContainSubstring("eth3 (waiting for an IP address")))
+		Eventually(n.enactment("served"), "60s").Should(HavePrefix("Available"))
+		Expect(n.enactment("unserved")()).NotTo(ContainSubstring("eth2"))
+		out, err := n.Run(context.Background(), "ip", "-4", "addr", "show", "eth2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(SatisfyAll(ContainSubstring("198.51.100.1"), ContainSubstring("dynamic")), "eth2 holds its lease")
+	})
+})
