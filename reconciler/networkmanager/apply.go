@@ -300,16 +300,67 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 			toActivate = append(toActivate, activation{name: it.Name, profile: path})
 		}
 	}
-	var targets []activation
-	for _, t := range toActivate {
-		var active dbus.ObjectPath
-		if err := c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&active); err != nil {
-			return fmt.Errorf("%s: activating: %w", t.name, err)
+	deadline := time.Now().Add(opts.ActivationTimeout)
+	for _, stage := range stages(toActivate, pl.interfaces) {
+		var targets []activation
+		for _, t := range stage {
+			var active dbus.ObjectPath
+			if err := c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&active); err != nil {
+				return fmt.Errorf("%s: activating: %w", t.name, err)
+			}
+			t.active = active
+			targets = append(targets, t)
 		}
-		t.active = active
-		targets = append(targets, t)
+		if err := c.waitActivated(ctx, targets, deadline, opts.ActivationTimeout); err != nil {
+			return err
+		}
 	}
-	return c.waitActivated(ctx, targets, opts.ActivationTimeout)
+	return nil
+}
+
+// stages split the activations so that an interface built on another one being activated
+// (a VLAN, MAC-VLAN or VXLAN on a new bond) starts only once that one is up: the kernel
+// link is created with the MAC its base has then, and a bond takes its first port's MAC
+// only when the port joins, so a VLAN made earlier keeps the bond's first, random MAC and
+// never sees its DHCP server's answers. Everything else starts at once.
+func stages(toActivate []activation, interfaces []state.Interface) [][]activation {
+	base := map[string]string{}
+	for _, it := range interfaces {
+		switch {
+		case it.VLAN != nil:
+			base[it.Name] = it.VLAN.BaseIface
+		case it.MACVLAN != nil:
+			base[it.Name] = it.MACVLAN.BaseIface
+		case it.VXLAN != nil:
+			base[it.Name] = it.VXLAN.BaseIface
+		}
+	}
+	activating := map[string]bool{}
+	for _, t := range toActivate {
+		activating[t.name] = true
+	}
+	depth := map[string]int{}
+	var stageOf func(name string, seen int) int
+	stageOf = func(name string, seen int) int {
+		if d, ok := depth[name]; ok {
+			return d
+		}
+		d := 0
+		if b := base[name]; b != "" && activating[b] && seen < len(interfaces) {
+			d = stageOf(b, seen+1) + 1
+		}
+		depth[name] = d
+		return d
+	}
+	var out [][]activation
+	for _, t := range toActivate {
+		d := stageOf(t.name, 0)
+		for len(out) <= d {
+			out = append(out, nil)
+		}
+		out[d] = append(out[d], t)
+	}
+	return out
 }
 
 // drifted says whether the interface, whose profile is unchanged and active, no longer
@@ -346,6 +397,7 @@ type activation struct {
 	name    string
 	profile dbus.ObjectPath
 	active  dbus.ObjectPath
+	retried bool // activated a second time after NetworkManager dropped the first
 }
 
 // save adds want as a new owned profile, or updates the owned one if it differs. It
@@ -370,19 +422,28 @@ func activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
 	return hasDev && dev.state == deviceStateActivated && dev.profile == path
 }
 
-// waitActivated waits until every interface runs its profile. It watches the device, not
+// waitActivated waits until every interface runs its profile, until deadline (timeout is
+// the apply's whole activation wait, for the message). It watches the device, not
 // the activation object: activating a controller re-activates its ports, which replaces
 // their activation objects.
-func (c *Client) waitActivated(ctx context.Context, targets []activation, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+func (c *Client) waitActivated(ctx context.Context, targets []activation, deadline time.Time, timeout time.Duration) error {
 	pending := targets
 	for {
 		var still []activation
 		for _, t := range pending {
 			done, failed := c.activated(ctx, t)
 			switch {
+			case failed != "" && !t.retried:
+				// NetworkManager drops an activation that another change cancels (a port
+				// released by its controller's deletion while it was starting): nmstate
+				// activates such a profile again, once; so does the engine.
+				t.retried = true
+				if err := c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active); err != nil {
+					return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s; activating again: %v", t.name, failed, err)}
+				}
+				still = append(still, t)
 			case failed != "":
-				return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s", t.name, failed)}
+				return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed twice: %s", t.name, failed)}
 			case !done:
 				still = append(still, t)
 			}

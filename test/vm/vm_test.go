@@ -79,23 +79,17 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "the guest wrote no output; console:\n%s", tail(string(console), 60))
 	GinkgoWriter.Printf("guest output:\n%s\n", output)
 	results = map[string]string{}
-	last := ""    // the scenario the lines after a FAIL (the guest's diagnostics) belong to
-	pending := "" // lines before a result that belong to it (a retry and why)
+	last := "" // the scenario the lines after a FAIL (the guest's diagnostics) belong to
 	for _, line := range strings.Split(string(output), "\n") {
 		reported := false
 		for _, prefix := range []string{"PASS ", "FAIL "} {
 			if name, ok := strings.CutPrefix(line, prefix); ok {
 				name, _, _ = strings.Cut(name, ": ")
 				name, _, _ = strings.Cut(name, " (")
-				results[name], last, reported = line+pending, name, true
-				pending = ""
+				results[name], last, reported = line, name, true
 			}
 		}
-		switch {
-		case reported:
-		case strings.HasPrefix(line, "RETRY ") || pending != "":
-			pending += "\n" + line
-		case last != "" && strings.HasPrefix(results[last], "FAIL "):
+		if !reported && last != "" && strings.HasPrefix(results[last], "FAIL ") {
 			results[last] += "\n" + line
 		}
 	}
@@ -106,9 +100,6 @@ var _ = Describe("in a qemu guest with a Debian kernel", func() {
 		It(s.Name, func() {
 			line, ok := results[s.Name]
 			Expect(ok).To(BeTrue(), "the guest did not report this scenario")
-			if strings.Contains(line, "\nRETRY ") {
-				AddReportEntry("retried once", line) // shown whatever the outcome
-			}
 			Expect(line).To(HavePrefix("PASS "), line)
 		})
 	}

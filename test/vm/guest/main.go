@@ -40,7 +40,7 @@ func main() {
 			fmt.Printf("FAIL %s: %v\n", s.Name, err)
 			// What NetworkManager and the LAN's DHCP server said, for the host's log.
 			journal, _ := exec.Command("sh", "-c", "journalctl -b -u NetworkManager --no-pager | grep -v dispatcher | tail -n 80").CombinedOutput()
-			dhcp, _ := exec.Command("sh", "-c", "grep -E 'DHCP[A-Z]+|SOLICIT|ADVERTISE|REPLY' /run/lan-dnsmasq.log | tail -n 40; ip -n lan -s link show lan0").CombinedOutput()
+			dhcp, _ := exec.Command("sh", "-c", "grep -E 'DHCP[A-Z]+|SOLICIT|ADVERTISE|REPLY' /run/lan-dnsmasq.log | tail -n 40; ip -d link show").CombinedOutput()
 			fmt.Printf("DIAG NetworkManager:\n%s\nDIAG dnsmasq:\n%s\n", journal, dhcp)
 			continue
 		}

@@ -355,15 +355,7 @@ func publishedScenarios() []Scenario {
 			continue
 		}
 		out = append(out, Scenario{"published " + p.File + " converges", func(ctx context.Context, e *Env) error {
-			err := e.ApplyPublished(ctx, p.Policy, networkmanager.ApplyOptions{})
-			var ae *networkmanager.ApplyError
-			if errors.As(err, &ae) && len(ae.Interfaces) > 0 && ae.RollbackErr == nil {
-				// Rolled back for want of a lease: the handler tries again after its
-				// backoff; so does the tier, once, and says so.
-				fmt.Printf("RETRY %s: %v\n%s", p.File, err, dhcpDiagnostics())
-				err = e.ApplyPublished(ctx, p.Policy, networkmanager.ApplyOptions{})
-			}
-			if err != nil {
+			if err := e.ApplyPublished(ctx, p.Policy, networkmanager.ApplyOptions{}); err != nil {
 				return err
 			}
 			return p.Check(e)
@@ -400,11 +392,4 @@ func ownedKeyfiles(match func(text string) bool) []string {
 		}
 	}
 	return out
-}
-
-// dhcpDiagnostics is what NetworkManager and the LAN's DHCP server said lately.
-func dhcpDiagnostics() string {
-	journal, _ := exec.Command("sh", "-c", "journalctl -b -u NetworkManager --no-pager | grep -v dispatcher | grep -Ei 'dhcp|bond|state change|hw-addr|mac' | tail -n 60").CombinedOutput()
-	dhcp, _ := exec.Command("sh", "-c", "grep -E 'DHCP[A-Z]+|SOLICIT|ADVERTISE|REPLY' /run/lan-dnsmasq.log | tail -n 40; ip -d link show").CombinedOutput()
-	return fmt.Sprintf("DIAG NetworkManager:\n%s\nDIAG dnsmasq:\n%s\n", journal, dhcp)
 }
