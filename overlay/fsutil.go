@@ -10,8 +10,9 @@ import (
 )
 
 // WriteFileAtomic replaces path with data in one rename, so a crash never leaves half a
-// file; the data is synced before the rename (MCO's file writers do the same), so the new
-// name never points at blocks not yet written.
+// file; the data is synced before the rename and the directory after it (MCO's file
+// writers do the same), so the new name never points at blocks not yet written and the
+// rename itself survives a power cut.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -36,7 +37,16 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename is durable only once the directory is on disk too (as MCO's writer does).
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 func removeIfExists(path string) error {

@@ -40,10 +40,6 @@ func Parse(doc []byte) (State, error) {
 	return s, nil
 }
 
-// ParseObject validates an already decoded desiredState (for example a
-// runtime.RawExtension's JSON).
-func ParseObject(raw json.RawMessage) (State, error) { return Parse(raw) }
-
 type decoder struct{ errs Errors }
 
 func (d *decoder) fail(path, format string, args ...any) {
@@ -203,7 +199,6 @@ var unsupportedIface = map[string]string{
 	"ethtool":                  "ethtool settings are not applied yet",
 	"ovs-db":                   "Open vSwitch is not supported",
 	"802.1x":                   "802.1X is not supported",
-	"sr-ov":                    "SR-IOV is configured by the SR-IOV operator",
 	"ethernet":                 "ethernet settings (speed, duplex, sr-iov) are not applied yet",
 	"dispatch":                 "dispatch scripts are not supported",
 	"accept-all-mac-addresses": "not applied yet",

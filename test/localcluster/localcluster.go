@@ -260,9 +260,6 @@ func (c *Cluster) Leftovers() []string {
 	return left
 }
 
-// FabricNetNS is the fabric's network namespace (its name under /var/run/netns).
-func (c *Cluster) FabricNetNS() string { return c.fabric }
-
 func ip(args ...string) error {
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)

@@ -226,12 +226,6 @@ func (n *Node) Shutdown() {
 	_ = exec.Command("ip", "netns", "del", n.netns).Run()
 }
 
-// Reboot is Shutdown then Boot.
-func (n *Node) Reboot(ctx context.Context) error {
-	n.Shutdown()
-	return n.Boot(ctx)
-}
-
 // Close shuts the node down and removes everything it made.
 func (n *Node) Close() {
 	n.Shutdown()
