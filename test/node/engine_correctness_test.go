@@ -66,29 +66,9 @@ var _ = Describe("the engine on ordinary policies", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		var err error
-		n, err = nmhost.New("correct")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(n.Close)
-		n.BootSetup = func(n *nmhost.Node) error {
-			for _, nic := range []string{"eth1", "eth2", "eth3", "eth4"} {
-				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
-					return err
-				}
-				if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
 		// The node's own network, as MCO writes it: eth4 with the default route and a
 		// static route of its own.
-		Expect(os.WriteFile(filepath.Join(n.Lower(), "persistent-eth4.nmconnection"), []byte(persistentEth4Routed), 0o600)).To(Succeed())
-		Expect(n.Boot(ctx)).To(Succeed())
-		Expect(n.StartNM(ctx, "")).To(Succeed(), n.NMLog())
-		nm, err = networkmanager.Connect(ctx, n.BusAddress())
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(nm.Close)
+		n, nm = newVethNode("correct", map[string]string{"persistent-eth4.nmconnection": persistentEth4Routed})
 		Eventually(func() string { return ip("-4", "route") }, "10s", "100ms").Should(ContainSubstring("default via 10.4.0.254 dev eth4"))
 	})
 	AfterEach(func() {

@@ -53,28 +53,8 @@ var _ = Describe("the NetworkManager engine", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		var err error
-		n, err = nmhost.New("engine")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(n.Close)
-		n.BootSetup = func(n *nmhost.Node) error {
-			for _, nic := range []string{"eth1", "eth2", "eth3", "eth4"} {
-				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
-					return err
-				}
-				if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
 		// A persistent profile the engine does not own, as MCO would have written it.
-		Expect(os.WriteFile(filepath.Join(n.Lower(), "persistent-eth4.nmconnection"), []byte(persistentEth4), 0o600)).To(Succeed())
-		Expect(n.Boot(ctx)).To(Succeed())
-		Expect(n.StartNM(ctx, "")).To(Succeed(), n.NMLog())
-		nm, err = networkmanager.Connect(ctx, n.BusAddress())
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(nm.Close)
+		n, nm = newVethNode("engine", map[string]string{"persistent-eth4.nmconnection": persistentEth4})
 	})
 	AfterEach(func() {
 		if CurrentSpecReport().Failed() {
@@ -415,4 +395,35 @@ func mustRun(n *nmhost.Node, name string, args ...string) string {
 	out, err := n.Run(context.Background(), name, args...)
 	Expect(err).NotTo(HaveOccurred())
 	return out
+}
+
+// newVethNode boots a node-tier node whose NICs eth1..eth4 are veths (their peers up),
+// with the given persistent profiles in its lower dir, starts NetworkManager and connects
+// the engine; run it in a BeforeAll (it registers the clean-up).
+func newVethNode(name string, persistent map[string]string) (*nmhost.Node, *networkmanager.Client) {
+	GinkgoHelper()
+	ctx := context.Background()
+	n, err := nmhost.New(name)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(n.Close)
+	n.BootSetup = func(n *nmhost.Node) error {
+		for _, nic := range []string{"eth1", "eth2", "eth3", "eth4"} {
+			if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
+				return err
+			}
+			if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for file, content := range persistent {
+		Expect(os.WriteFile(filepath.Join(n.Lower(), file), []byte(content), 0o600)).To(Succeed())
+	}
+	Expect(n.Boot(ctx)).To(Succeed())
+	Expect(n.StartNM(ctx, "")).To(Succeed(), n.NMLog())
+	nm, err := networkmanager.Connect(ctx, n.BusAddress())
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(nm.Close)
+	return n, nm
 }
