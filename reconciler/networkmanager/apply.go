@@ -304,11 +304,9 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 	for _, stage := range stages(toActivate, pl.interfaces) {
 		var targets []activation
 		for _, t := range stage {
-			var active dbus.ObjectPath
-			if err := c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&active); err != nil {
+			if err := c.activate(ctx, &t); err != nil {
 				return fmt.Errorf("%s: activating: %w", t.name, err)
 			}
-			t.active = active
 			targets = append(targets, t)
 		}
 		if err := c.waitActivated(ctx, targets, deadline, opts.ActivationTimeout); err != nil {
@@ -326,14 +324,7 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 func stages(toActivate []activation, interfaces []state.Interface) [][]activation {
 	base := map[string]string{}
 	for _, it := range interfaces {
-		switch {
-		case it.VLAN != nil:
-			base[it.Name] = it.VLAN.BaseIface
-		case it.MACVLAN != nil:
-			base[it.Name] = it.MACVLAN.BaseIface
-		case it.VXLAN != nil:
-			base[it.Name] = it.VXLAN.BaseIface
-		}
+		base[it.Name], _ = it.BaseIface()
 	}
 	activating := map[string]bool{}
 	for _, t := range toActivate {
@@ -382,6 +373,12 @@ func drifted(current func() (state.State, error), it state.Interface, desired st
 		}
 	}
 	return len(state.Verify(one, now)) > 0
+}
+
+// activate asks NetworkManager to activate t's profile on its interface; t.active is the
+// activation it started.
+func (c *Client) activate(ctx context.Context, t *activation) error {
+	return c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active)
 }
 
 // activationError: these interfaces would not activate.
@@ -438,7 +435,7 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 				// released by its controller's deletion while it was starting): nmstate
 				// activates such a profile again, once; so does the engine.
 				t.retried = true
-				if err := c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active); err != nil {
+				if err := c.activate(ctx, &t); err != nil {
 					return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s; activating again: %v", t.name, failed, err)}
 				}
 				still = append(still, t)

@@ -122,7 +122,7 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 		}
 	}
 	pl.interfaces = interfaces
-	pl.deletes = h.deletes(interfaces, pl, prune)
+	pl.deletes = h.deletes(interfaces, prune)
 	return pl, nil
 }
 
@@ -166,7 +166,7 @@ func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool)
 func profileRoutes(s settings, name string) []state.Route {
 	var out []state.Route
 	for _, fam := range []string{"ipv4", "ipv6"} {
-		for _, r := range routeList(s[fam]["route-data"]) {
+		for _, r := range dictList(s[fam]["route-data"]) {
 			out = append(out, runningRoute(r, name))
 		}
 	}
@@ -244,7 +244,7 @@ func (h *host) build(it state.Interface, p plan, prune bool) (settings, error) {
 // deletes are the owned profiles to delete: those of interfaces the state removes, the
 // ports they controlled (which would otherwise come back enslaved to nothing), and, with
 // prune, those of interfaces it does not name.
-func (h *host) deletes(interfaces []state.Interface, pl *steps, prune bool) []string {
+func (h *host) deletes(interfaces []state.Interface, prune bool) []string {
 	named := map[string]bool{}
 	removed := map[string]bool{}
 	for _, it := range interfaces {
@@ -310,17 +310,17 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 		if len(servers[fam]) == 0 && !(fam == preferred && len(cfg.Search) > 0) {
 			continue
 		}
-		carrier[fam] = h.dnsCarrier(fam == 1, scope, byName, pl, prune)
+		carrier[fam] = h.dnsCarrier(fam, scope, byName, pl, prune)
 		if carrier[fam] != "" {
 			continue
 		}
 		if len(servers[fam]) == 0 { // search domains alone go with the other family
 			preferred = 1 - fam
-			if carrier[preferred] = h.dnsCarrier(preferred == 1, scope, byName, pl, prune); carrier[preferred] != "" {
+			if carrier[preferred] = h.dnsCarrier(preferred, scope, byName, pl, prune); carrier[preferred] != "" {
 				continue
 			}
 		}
-		family := map[bool]string{false: "IPv4", true: "IPv6"}[fam == 1]
+		family := [2]string{"IPv4", "IPv6"}[fam]
 		return &state.FieldError{Path: "dns-resolver.config", Reason: fmt.Sprintf(
 			"no interface can carry the %s DNS configuration: give one of this policy's interfaces a static %s address, or DHCP with auto-dns: false, "+
 				"or have a current interface no other policy names with %s on (nothing was changed)", family, family, family)}
@@ -328,7 +328,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 	// Every interface whose profile carries static DNS now gets it cleared, unless it
 	// carries the new config.
 	for name, d := range h.devs {
-		if d.external || name == carrier[0] || name == carrier[1] || pl.perIface[name].port != nil && pl.perIface[name].port.kind != "vrf" {
+		if d.external || name == carrier[0] || name == carrier[1] || pl.perIface[name].l2Port() {
 			continue
 		}
 		if base, _ := h.base(name, prune, false); hasDNS(base) {
@@ -358,12 +358,9 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 }
 
 // dnsCarrier picks the interface that carries one family's DNS (placeDNS says how).
-func (h *host) dnsCarrier(v6 bool, scope []string, desired map[string]state.Interface, pl *steps, prune bool) string {
-	family := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
-	eligible := func(name string) bool {
-		p := pl.perIface[name]
-		return p.port == nil || p.port.kind == "vrf"
-	}
+func (h *host) dnsCarrier(fam int, scope []string, desired map[string]state.Interface, pl *steps, prune bool) string {
+	family, v6 := ipFamilies[fam], fam == 1
+	eligible := func(name string) bool { return !pl.perIface[name].l2Port() }
 	// method says how the interface will run the family: from the desired state where it
 	// says, else from the profile it is built on.
 	method := func(name string) (m string, static, autoDNSOff bool) {
@@ -392,7 +389,7 @@ func (h *host) dnsCarrier(v6 bool, scope []string, desired map[string]state.Inte
 			return "disabled", false, false
 		}
 		m = base.str(family, "method")
-		static = m == "manual" && len(routeList(base[family]["address-data"])) > 0
+		static = m == "manual" && len(dictList(base[family]["address-data"])) > 0
 		off, _ := base[family]["ignore-auto-dns"].Value().(bool)
 		if m == "dhcp" {
 			m = "auto"

@@ -44,6 +44,13 @@ type plan struct {
 	dns    *dnsPlan      // nil: the DNS settings stay as the base has them
 }
 
+// ipFamilies are the settings sections of the IP families, indexed as dnsPlan's are.
+var ipFamilies = [2]string{"ipv4", "ipv6"}
+
+// l2Port: the interface is a bond or bridge port, which has no IP configuration of its
+// own; a VRF port does (a VRF is a layer-3 domain).
+func (p plan) l2Port() bool { return p.port != nil && p.port.kind != "vrf" }
+
 // dnsPlan is the static DNS one interface carries, by family (0 IPv4, 1 IPv6); empty
 // clears it.
 type dnsPlan struct {
@@ -180,9 +187,7 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 		if p.port.kind == "bridge" {
 			s.set("bridge-port", "vlans", bridgeVLANs(p.port.bridgeVLAN))
 		}
-		// A bond or bridge port carries no IP configuration of its own; a VRF port does
-		// (a VRF is a layer-3 domain).
-		if p.port.kind != "vrf" {
+		if p.l2Port() {
 			delete(s, "ipv4")
 			delete(s, "ipv6")
 			return s, nil
@@ -305,7 +310,7 @@ func setIP(s settings, family string, c *state.IPConfig, p plan) error {
 		s.set(family, "route-data", routes)
 	}
 	if d := p.dns; d != nil {
-		fam := map[bool]int{false: 0, true: 1}[v6]
+		fam := slices.Index(ipFamilies[:], family)
 		if v6 {
 			servers := [][]byte{}
 			for _, srv := range d.servers[fam] {

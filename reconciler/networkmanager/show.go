@@ -152,7 +152,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 				routes.Running = append(routes.Running, runningRoute(r, d.name))
 			}
 			if a != nil {
-				for _, r := range routeList(a[fam.name]["route-data"]) {
+				for _, r := range dictList(a[fam.name]["route-data"]) {
 					routes.Config = append(routes.Config, runningRoute(r, d.name))
 				}
 				static.add(a, fam.name)
@@ -265,11 +265,6 @@ func dnsServers(a settings, family string) []string {
 	return out
 }
 
-func routeList(v dbus.Variant) []map[string]dbus.Variant {
-	l, _ := v.Value().([]map[string]dbus.Variant)
-	return l
-}
-
 // describe fills the type-specific sections from the profile applied to the device;
 // a bridge's port VLANs come from its ports' applied profiles.
 func describe(it *state.Interface, applied settings, ports []string, all map[string]settings) {
@@ -322,7 +317,7 @@ func describe(it *state.Interface, applied settings, ports []string, all map[str
 // PVID untagged entry is an access port; otherwise a trunk whose PVID untagged entry is
 // its native VLAN.
 func portVLAN(a settings) *state.BridgeVLAN {
-	entries := routeList(a["bridge-port"]["vlans"])
+	entries := dictList(a["bridge-port"]["vlans"])
 	if len(entries) == 0 {
 		return nil
 	}

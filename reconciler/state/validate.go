@@ -361,16 +361,25 @@ func portField(it Interface) string {
 // reference is an interface this one needs, and the field that names it.
 type reference struct{ field, name string }
 
+// BaseIface is the interface this one is built on (a VLAN's, MAC-VLAN's or VXLAN's
+// base-iface), and the field that names it; "" for none.
+func (it Interface) BaseIface() (name, field string) {
+	switch {
+	case it.VLAN != nil:
+		return it.VLAN.BaseIface, "vlan.base-iface"
+	case it.MACVLAN != nil:
+		return it.MACVLAN.BaseIface, "mac-vlan.base-iface"
+	case it.VXLAN != nil:
+		return it.VXLAN.BaseIface, "vxlan.base-iface"
+	}
+	return "", ""
+}
+
 // references are the interfaces this one needs: its base interface and its ports.
 func (it Interface) references() []reference {
 	var refs []reference
-	switch {
-	case it.VLAN != nil:
-		refs = append(refs, reference{"vlan.base-iface", it.VLAN.BaseIface})
-	case it.MACVLAN != nil:
-		refs = append(refs, reference{"mac-vlan.base-iface", it.MACVLAN.BaseIface})
-	case it.VXLAN != nil && it.VXLAN.BaseIface != "":
-		refs = append(refs, reference{"vxlan.base-iface", it.VXLAN.BaseIface})
+	if name, field := it.BaseIface(); name != "" {
+		refs = append(refs, reference{field, name})
 	}
 	for i, p := range it.portNames() {
 		refs = append(refs, reference{index(portField(it), i), p})
