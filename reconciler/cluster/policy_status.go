@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -24,7 +23,6 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 )
 
@@ -141,19 +139,16 @@ func trueCondition(conds []metav1.Condition) *metav1.Condition {
 	return nil
 }
 
-var policyTypes = []string{shared.PolicyAvailable, shared.PolicyDegraded, shared.PolicyProgressing, shared.PolicyIgnored}
-
 // Summarize sets exactly one of Available, Degraded, Progressing, Ignored on the policy,
 // from the enactments of its current generation on the nodes it selects.
 func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment) {
-	sel := node.Policy{NodeSelector: policy.Spec.NodeSelector}
 	byNode := map[string]*v1beta1.NodeNetworkConfigurationEnactment{}
 	for i := range enactments {
 		byNode[enactments[i].Labels[shared.NodeLabel]] = &enactments[i]
 	}
 	matching, available, failing := 0, 0, 0
 	for _, n := range nodes {
-		if !sel.Selects(n.Labels) {
+		if !shared.SelectsNode(policy.Spec.NodeSelector, n.Labels) {
 			continue
 		}
 		matching++
@@ -162,9 +157,9 @@ func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 			continue
 		}
 		switch {
-		case node.IsTrue(e, shared.EnactmentAvailable, ""):
+		case shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, ""):
 			available++
-		case node.IsTrue(e, shared.EnactmentFailing, ""):
+		case shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, ""):
 			failing++
 		}
 	}
@@ -178,11 +173,5 @@ func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 	case available == matching:
 		condType, reason, msg = shared.PolicyAvailable, shared.ReasonSuccessfullyConfigured, fmt.Sprintf("%d/%d nodes successfully configured", available, matching)
 	}
-	for _, t := range policyTypes {
-		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: policy.Generation}
-		if t == condType {
-			c.Status, c.Message = metav1.ConditionTrue, msg
-		}
-		meta.SetStatusCondition(&policy.Status.Conditions, c)
-	}
+	shared.SetExclusive(&policy.Status.Conditions, shared.PolicyTypes, condType, reason, msg, policy.Generation)
 }

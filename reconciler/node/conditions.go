@@ -1,28 +1,12 @@
 package node
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 )
 
-// enactmentTypes are the condition types an enactment always carries, exactly one True.
-var enactmentTypes = []string{shared.EnactmentAvailable, shared.EnactmentFailing, shared.EnactmentProgressing,
-	shared.EnactmentPending, shared.EnactmentAborted}
-
-// setEnactment makes condType True with reason and message and every other type False.
-// meta.SetStatusCondition moves LastTransitionTime only when a status changes, so a write
-// that changes nothing bumps no timestamp.
 func setEnactment(e *v1beta1.NodeNetworkConfigurationEnactment, condType, reason, message string) {
-	for _, t := range enactmentTypes {
-		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: ""}
-		if t == condType {
-			c.Status, c.Message = metav1.ConditionTrue, message
-		}
-		meta.SetStatusCondition(&e.Status.Conditions, c)
-	}
+	shared.SetExclusive(&e.Status.Conditions, shared.EnactmentTypes, condType, reason, message, 0)
 }
 
 // SetAvailable: the policy is applied on this node.
@@ -48,13 +32,10 @@ func SetPending(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
 
 // IsTrue reports whether the enactment's condition of that type is True with that reason.
 func IsTrue(e *v1beta1.NodeNetworkConfigurationEnactment, condType, reason string) bool {
-	c := meta.FindStatusCondition(e.Status.Conditions, condType)
-	return c != nil && c.Status == metav1.ConditionTrue && (reason == "" || c.Reason == reason)
+	return shared.IsTrue(e.Status.Conditions, condType, reason)
 }
 
-// TrueWith reports whether the enactment's condition of that type is True with exactly
-// msg: writers compare before they write, so a condition already said is not written again.
+// TrueWith reports whether the enactment's condition of that type is True with exactly msg.
 func TrueWith(e *v1beta1.NodeNetworkConfigurationEnactment, condType, msg string) bool {
-	c := meta.FindStatusCondition(e.Status.Conditions, condType)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Message == msg
+	return shared.TrueWith(e.Status.Conditions, condType, msg)
 }

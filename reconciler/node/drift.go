@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -53,6 +53,13 @@ func (h *Handler) Drifted() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// driftedNow is a copy of the drift reported, for the pass's snapshot.
+func (h *Handler) driftedNow() map[string]string {
+	h.drift.mu.Lock()
+	defer h.drift.mu.Unlock()
+	return maps.Clone(h.drift.byName)
 }
 
 func (h *Handler) drifted(name string) string {
@@ -94,10 +101,11 @@ func (h *Handler) driftChanged() {
 
 // checkDrift compares what each policy in effect committed with the node as it is now,
 // after NetworkManager signalled a change. A policy that opted in (or every policy, with
-// ReapplyDrift) is applied again in this pass (reapply true); the others are reported
-// Failing with what differs, until the node matches again or the next apply repairs them.
-// recheck, when not 0, is when to look again: a difference not yet confirmed.
-func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *nodeView) (reapply bool, recheck time.Duration, err error) {
+// ReapplyDrift) is applied again in this pass (reapply true); the others are recorded as
+// drifted, and the pass reports them Failing with what differs (Decide), until the node
+// matches again or the next apply repairs them. recheck, when not 0, is when to look
+// again: a difference not yet confirmed.
+func (h *Handler) checkDrift(ctx context.Context, v *nodeView) (reapply bool, recheck time.Duration, err error) {
 	if h.Show == nil || !h.drift.changed.Swap(false) {
 		return false, 0, nil
 	}
@@ -160,11 +168,6 @@ func (h *Handler) checkDrift(ctx context.Context, w *readyourwrites.Writes, v *n
 		}
 		if h.drifted(name) == msg {
 			continue
-		}
-		SetFailing(e, driftMessage(msg))
-		if err := h.updateStatus(ctx, w, e); err != nil {
-			h.drift.changed.Store(true) // look again on the retry
-			return reapply, recheck, err
 		}
 		log.Info("drift: reported", "policy", name, "drift", msg)
 		driftTotal.WithLabelValues("reported").Inc()

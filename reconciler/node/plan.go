@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
@@ -20,16 +23,13 @@ type Policy struct {
 	NodeSelector map[string]string
 	Capture      map[string]string
 	DesiredState []byte
+	// MaxUnavailable bounds how many of the selected nodes apply a new generation at once.
+	MaxUnavailable *intstr.IntOrString
 }
 
 // Selects reports whether the policy applies to a node with these labels.
 func (p Policy) Selects(nodeLabels map[string]string) bool {
-	for k, v := range p.NodeSelector {
-		if got, ok := nodeLabels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
+	return shared.SelectsNode(p.NodeSelector, nodeLabels)
 }
 
 // Plan is what to do on one node.

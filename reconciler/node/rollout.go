@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,77 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
-	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 )
-
-// claimSlots claims a rollout slot for each new generation in rollout and returns why
-// the node must wait, if it must. A slot is a Progressing enactment of the policy's
-// current generation: no counter is kept anywhere, so nothing can leak. A claim is made
-// only when a slot looks free, so a waiting node does not flap. Two nodes may claim the
-// last slot at once, so the claims are read again and ranked by time: a node that lost
-// keeps its claim as its place in the queue, and goes when the claims ahead are done,
-// without writing again. waiting says why unclaimed policies wait, queued why claimed
-// ones do.
-func (h *Handler) claimSlots(ctx context.Context, w *readyourwrites.Writes, v *nodeView, rollout []string) (waiting, queued map[string]string, err error) {
-	byName := v.byName
-	if len(rollout) == 0 {
-		return nil, nil, nil
-	}
-	waiting, queued = map[string]string{}, map[string]string{}
-	// One claim time for the pass: a node's claims rank the same in every policy's queue.
-	now := metav1.Now()
-	var before *rolloutView
-	var claimed []*v1beta1.NodeNetworkConfigurationEnactment
-	for _, name := range rollout {
-		var e *v1beta1.NodeNetworkConfigurationEnactment
-		e, err = h.enactment(ctx, w, v, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if IsTrue(e, shared.EnactmentProgressing, "") && e.Status.PolicyGeneration == byName[name].Generation {
-			claimed = append(claimed, e) // claimed in an earlier pass
-			continue
-		}
-		if before == nil {
-			if before, err = h.readRollout(ctx, rollout); err != nil {
-				return nil, nil, err
-			}
-		}
-		if full, why := before.slotsFull(byName[name], h.NodeName, nil, h.slotTimeout(), now.Time); full {
-			waiting[name] = why
-			continue
-		}
-		SetProgressing(e, "rollout slot claimed by "+h.NodeName)
-		meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime = now
-		e.Status.PolicyGeneration = byName[name].Generation
-		if err := h.updateStatus(ctx, w, e); err != nil {
-			return nil, nil, err
-		}
-		claimed = append(claimed, e)
-	}
-	if len(claimed) == 0 {
-		return waiting, nil, nil
-	}
-	after, err := h.readRollout(ctx, rollout)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range claimed {
-		if full, why := after.slotsFull(byName[e.Labels[shared.PolicyLabel]], h.NodeName, e, h.slotTimeout(), now.Time); full {
-			queued[e.Labels[shared.PolicyLabel]] = why
-		}
-	}
-	return waiting, queued, nil
-}
-
-func (h *Handler) slotTimeout() time.Duration {
-	if h.SlotTimeout <= 0 {
-		return 5 * time.Minute
-	}
-	return h.SlotTimeout
-}
 
 // rolloutView is the cluster as slot decisions see it, read uncached (the decision must
 // see the latest claims) in two requests however many policies roll out at once.
@@ -138,15 +71,15 @@ const clockSkew = time.Minute
 // enactments it labels for the policy: its earliest claim. With own (self's claim, just
 // written), claims are ranked by time, then node name, and the first maxUnavailable go;
 // without it, the question is whether any slot is free at all.
-func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration, now time.Time) (bool, string) {
+// ahead names the nodes whose claims count against self, sorted.
+func (v *rolloutView) slotsFull(policy Policy, self string, own *v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration, now time.Time) (full bool, why string, ahead []string) {
 	matching := 0
-	sel := Policy{NodeSelector: policy.Spec.NodeSelector}
 	for _, n := range v.nodes {
-		if sel.Selects(n.Labels) {
+		if policy.Selects(n.Labels) {
 			matching++
 		}
 	}
-	max := maxUnavailable(policy.Spec.MaxUnavailable, matching)
+	max := maxUnavailable(policy.MaxUnavailable, matching)
 	// A node's enactments are its own to create (the admission policy holds the node label
 	// to the handler's node), so a compromised node can label many for one policy: they
 	// count as one claim, the node's earliest.
@@ -168,18 +101,18 @@ func (v *rolloutView) slotsFull(policy *nmstatev1.NodeNetworkConfigurationPolicy
 	}
 	// No count of the slots held: it changes with every claim, and a Pending enactment is
 	// rewritten only when its message changes.
-	why := fmt.Sprintf("%s: %d of %d nodes may apply it at once", policy.Name, max, matching)
+	why = fmt.Sprintf("%s: %d of %d nodes may apply it at once", policy.Name, max, matching)
 	if own == nil {
-		return len(since) >= max, why
+		return len(since) >= max, why, slices.Sorted(maps.Keys(since))
 	}
 	mine := meta.FindStatusCondition(own.Status.Conditions, shared.EnactmentProgressing).LastTransitionTime.Time
-	ahead := 0
 	for nodeName, at := range since {
 		if at.Before(mine) || (at.Equal(mine) && nodeName < self) {
-			ahead++
+			ahead = append(ahead, nodeName)
 		}
 	}
-	return ahead >= max, why
+	slices.Sort(ahead)
+	return len(ahead) >= max, why, ahead
 }
 
 // maxUnavailable resolves the policy's maxUnavailable (default "50%", rounded up, at least 1).

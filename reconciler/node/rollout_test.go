@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
-	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 )
 
@@ -57,11 +56,8 @@ func TestSlotsFull(t *testing.T) {
 		e := claim(self, at)
 		return &e
 	}
-	pol := func(maxUnavailable *intstr.IntOrString, selector map[string]string) *nmstatev1.NodeNetworkConfigurationPolicy {
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: gen}}
-		p.Spec.MaxUnavailable = maxUnavailable
-		p.Spec.NodeSelector = selector
-		return p
+	pol := func(maxUnavailable *intstr.IntOrString, selector map[string]string) Policy {
+		return Policy{Name: "p", Generation: gen, MaxUnavailable: maxUnavailable, NodeSelector: selector}
 	}
 	cs := func(e ...v1beta1.NodeNetworkConfigurationEnactment) []v1beta1.NodeNetworkConfigurationEnactment {
 		return e
@@ -73,7 +69,7 @@ func TestSlotsFull(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		policy *nmstatev1.NodeNetworkConfigurationPolicy
+		policy Policy
 		claims []v1beta1.NodeNetworkConfigurationEnactment
 		own    *v1beta1.NodeNetworkConfigurationEnactment
 		full   bool
@@ -158,7 +154,7 @@ func TestSlotsFull(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newRolloutView(nodes, tc.claims)
-			full, why := v.slotsFull(tc.policy, self, tc.own, timeout, now)
+			full, why, _ := v.slotsFull(tc.policy, self, tc.own, timeout, now)
 			if full != tc.full || why != tc.why {
 				t.Errorf("slotsFull = %v, %q; want %v, %q", full, why, tc.full, tc.why)
 			}

@@ -1,0 +1,47 @@
+package shared
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// SelectsNode reports whether a policy's nodeSelector selects a node with these labels:
+// every key present with exactly that value; an empty selector selects every node.
+func SelectsNode(nodeSelector, nodeLabels map[string]string) bool {
+	return labels.SelectorFromSet(nodeSelector).Matches(labels.Set(nodeLabels))
+}
+
+// IsTrue reports whether the condition of that type is True, with that reason unless
+// reason is "".
+func IsTrue(conds []metav1.Condition, condType, reason string) bool {
+	c := meta.FindStatusCondition(conds, condType)
+	return c != nil && c.Status == metav1.ConditionTrue && (reason == "" || c.Reason == reason)
+}
+
+// TrueWith reports whether the condition of that type is True with exactly msg: writers
+// compare before they write, so a condition already said is not written again.
+func TrueWith(conds []metav1.Condition, condType, msg string) bool {
+	c := meta.FindStatusCondition(conds, condType)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Message == msg
+}
+
+// SetExclusive makes condType True with reason and message and every other type of
+// types False: an enactment or a policy carries exactly one True condition.
+// meta.SetStatusCondition moves LastTransitionTime only when a status changes, so a
+// write that changes nothing bumps no timestamp.
+func SetExclusive(conds *[]metav1.Condition, types []string, condType, reason, message string, observedGeneration int64) {
+	for _, t := range types {
+		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: observedGeneration}
+		if t == condType {
+			c.Status, c.Message = metav1.ConditionTrue, message
+		}
+		meta.SetStatusCondition(conds, c)
+	}
+}
+
+// EnactmentTypes are the condition types an enactment always carries, exactly one True.
+var EnactmentTypes = []string{EnactmentAvailable, EnactmentFailing, EnactmentProgressing, EnactmentPending, EnactmentAborted}
+
+// PolicyTypes are the condition types a policy always carries, exactly one True.
+var PolicyTypes = []string{PolicyAvailable, PolicyDegraded, PolicyProgressing, PolicyIgnored}

@@ -1,0 +1,493 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+)
+
+// This file is the handler's decision core: pure functions from what a pass read (a
+// Snapshot) to what it does (a Decision). handler.go is the I/O around them: it reads,
+// calls Decide, applies, calls Settle, and writes each enactment's status once.
+
+// Snapshot is everything one pass decides on, read before it writes anything.
+type Snapshot struct {
+	Node string
+	Boot string
+	// Degraded is why the node's keyfile overlay is not in use, or "".
+	Degraded string
+	Now      time.Time
+	// Selected are the policies selecting the node, sorted by name.
+	Selected []Policy
+	// Enactments are this node's enactments, by policy.
+	Enactments map[string]*v1beta1.NodeNetworkConfigurationEnactment
+	// Failures are the applies that failed in this process, by policy.
+	Failures map[string]Failure
+	// Drifted is, per policy in effect, what was changed outside nmoverlay and is reported
+	// (not re-applied).
+	Drifted map[string]string
+	// Reapply: drift is to be undone, so the pass applies even if nothing changed.
+	Reapply bool
+	// Committed is the key (commitKey) of the state last committed in this process.
+	Committed string
+	// Rollout is the cluster as rollout slots see it; Decide asks for it (NeedRollout)
+	// only when a new generation is to roll out.
+	Rollout     *rolloutView
+	SlotTimeout time.Duration
+}
+
+// Failure is an apply that failed, kept in memory: a restarted handler tries once at once.
+type Failure struct {
+	Generation int64
+	// RetryAt ends the backoff (client-go's flowcontrol.Backoff, keyed by policy and
+	// generation).
+	RetryAt time.Time
+	// ByProbe: the change broke a probe (cost the node its network until rolled back);
+	// otherwise it did not converge, maybe for want of what another policy brings.
+	ByProbe bool
+	// Policies: the selected policies and generations when it failed (policySet).
+	Policies string
+	Message  string
+}
+
+// Update is the status one enactment is to have after the pass.
+type Update struct {
+	// Condition is the one True condition type; its message is Message.
+	Condition  string
+	Message    string
+	Generation int64
+	// Boot and DesiredState: what an Available policy committed, and in which boot.
+	Boot         string
+	DesiredState []byte
+	// ClaimedAt: a rollout claim, dated (its Progressing condition's LastTransitionTime).
+	ClaimedAt *time.Time
+	// Event is the reason of a Warning event on the policy when the update is written.
+	Event string
+	// Delete: the policy no longer selects the node; its enactment goes.
+	Delete bool
+}
+
+// Decision is what a pass does.
+type Decision struct {
+	// NeedRollout names the policies whose rollout slots must be read (Snapshot.Rollout)
+	// before Decide can decide; nothing else is set then.
+	NeedRollout []string
+	// Apply, when not nil, is the state to hand the engine: it differs from the last
+	// committed one. Composed is the state the pass stands for either way.
+	Apply    *Plan
+	Composed Plan
+	// Plan is the selected policies as written; Current names those composed at their
+	// current generation; InEffect those applied in this boot at this generation.
+	Plan     Plan
+	Current  map[string]bool
+	InEffect map[string]bool
+	// Settle: the pass reached the point where the result of the apply (or of no apply:
+	// nothing to change) is reported; false when it only refuses, waits or claims.
+	Settle bool
+	// NewBoot: some enactment was applied in an earlier boot; this pass re-converges.
+	NewBoot bool
+	Updates map[string]Update
+	// Waiting names, for each policy that waits for a rollout slot, the nodes ahead.
+	Waiting map[string][]string
+	// Failed and Succeeded are the apply's outcome per policy, for the failure history.
+	Failed    map[string]Failure
+	Succeeded []string
+	// Requeue is when to look again (0: on the next event); Jitter spreads it.
+	Requeue time.Duration
+	Jitter  bool
+}
+
+// Timings of the passes that come back by themselves.
+const (
+	// pendingRetry: a node waiting for a rollout slot asks again (two uncached lists),
+	// jittered so waiting nodes do not ask in step.
+	pendingRetry = 4 * time.Second
+	// degradedRetry: a node refusing policies checks its overlay again.
+	degradedRetry = 30 * time.Second
+	// busyRetry: a node waiting for another tool's checkpoint looks again.
+	busyRetry = 2 * time.Second
+	// restoreRetry: a node that could not restore its last committed state tries again
+	// (NetworkManager may be restarting).
+	restoreRetry = 2 * time.Second
+	// at once: another pass right after this one (a claim to rank, innocents to retry).
+	atOnce = time.Millisecond
+)
+
+// refusedPrefix begins the message of every policy refused while the overlay is degraded.
+const refusedPrefix = "refused: the node's keyfile overlay is degraded, so changes would become persistent: "
+
+// Decide decides a pass from its snapshot: refuse while the overlay is degraded; nothing
+// when every enactment is up to date; else claim rollout slots for new generations, hold
+// what waits for a slot or a backoff, and compose the state to apply.
+func Decide(s Snapshot) Decision {
+	d := Decision{Updates: map[string]Update{}, Waiting: map[string][]string{}}
+	if s.Degraded != "" {
+		for _, p := range s.Selected {
+			d.fail(s, p.Name, refusedPrefix+s.Degraded)
+		}
+		d.Requeue = degradedRetry // nothing signals a repaired overlay (nm-overlay reset)
+		return d
+	}
+	d.Plan = MakePlan(s.Selected)
+	d.reportDrift(s)
+	if !s.Reapply && upToDate(s, d.Plan) {
+		return d
+	}
+	var rollout []string
+	d.InEffect, rollout, d.NewBoot = classify(s, d.Plan)
+	if len(rollout) > 0 && s.Rollout == nil {
+		return Decision{NeedRollout: rollout}
+	}
+	held, claimed := d.claim(s, rollout)
+	if claimed {
+		// The claims are ranked against others' once they are visible: the next pass.
+		d.Requeue = atOnce
+		return d
+	}
+	for _, name := range d.Plan.Applied {
+		if wait := untilRetry(s, name); wait > 0 && !d.InEffect[name] {
+			d.fail(s, name, s.Failures[name].Message) // said already, unless its write failed
+			held[name] = true
+			d.requeue(wait, false)
+		}
+	}
+	d.Composed, d.Current = compose(s, d.Plan, held)
+	if key := commitKey(s.Boot, d.Composed); key != s.Committed {
+		// The engine is idempotent, but a pass that changes nothing (a retry that leaves
+		// a failed policy out) need not cost a transaction and the probes.
+		d.Apply = &d.Composed
+	}
+	d.Settle = true
+	return d
+}
+
+// Settle decides what the pass reports once the engine answered (applyErr; nil also when
+// nothing was applied): Available or Failing for each policy applied anew, Failing for the
+// invalid and conflicting ones, the enactments of policies gone, and when to look again.
+func Settle(s Snapshot, d Decision, applyErr error) Decision {
+	var busy *networkmanager.CheckpointBusyError
+	if errors.As(applyErr, &busy) {
+		// Another tool's transaction: nothing was changed and nobody failed. Say so on
+		// what waits (a claimed slot stays claimed: Progressing) and look again soon.
+		for _, name := range d.Composed.Applied {
+			if d.Current[name] && !d.InEffect[name] {
+				d.set(name, Update{Condition: shared.EnactmentProgressing, Message: busy.Error(), Generation: s.generation(name)})
+			}
+		}
+		d.requeue(busyRetry, true)
+		return d
+	}
+	// Enactments of policies that no longer select this node go once the engine has
+	// pruned what they applied; if that failed, they stay and say why.
+	for name := range s.Enactments {
+		if s.selects(name) {
+			continue
+		}
+		if applyErr == nil {
+			d.set(name, Update{Delete: true})
+		} else {
+			d.set(name, Update{Condition: shared.EnactmentFailing, Generation: s.Enactments[name].Status.PolicyGeneration,
+				Message: "removing this policy's changes from the node failed: " + applyErr.Error()})
+		}
+	}
+	d.reportApplied(s, applyErr)
+	// Invalid and conflicting policies: as written (Plan), or against the generations that
+	// stayed in effect (Composed).
+	for _, name := range slices.Sorted(maps.Keys(d.Plan.Failed)) {
+		d.fail(s, name, d.Plan.Failed[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.Composed.Failed)) {
+		if d.Current[name] {
+			d.fail(s, name, d.Composed.Failed[name])
+		}
+	}
+	return d
+}
+
+// reportApplied reports each policy applied at a new generation, or anew in this boot.
+// After a failure, the policies it is blamed on (suspectsOf) fail; the others are innocent
+// until tried without them, at once.
+func (d *Decision) reportApplied(s Snapshot, applyErr error) {
+	isNew := func(name string) bool { return d.Current[name] && !d.InEffect[name] }
+	suspects := suspectsOf(applyErr, d.Composed, isNew, func(name string) bool {
+		f, ok := s.Failures[name]
+		return ok && f.Generation == s.generation(name)
+	})
+	for _, name := range d.Composed.Applied {
+		if !isNew(name) || s.Drifted[name] != "" {
+			continue // in effect already, or drifted since: nothing new to say
+		}
+		if len(suspects) > 0 && !suspects[name] {
+			d.requeue(atOnce, false)
+			continue
+		}
+		gen := s.generation(name)
+		if applyErr != nil {
+			if d.Failed == nil {
+				d.Failed = map[string]Failure{}
+			}
+			d.Failed[name] = Failure{Generation: gen, ByProbe: errors.As(applyErr, new(probeFailure)),
+				Policies: s.policySet(), Message: applyErr.Error()}
+			d.set(name, Update{Condition: shared.EnactmentFailing, Message: applyErr.Error(), Generation: gen,
+				Event: shared.ReasonFailedToConfigure})
+			continue
+		}
+		d.Succeeded = append(d.Succeeded, name)
+		raw := s.policy(name).DesiredState
+		d.set(name, Update{Condition: shared.EnactmentAvailable, Message: "applied in boot " + s.Boot, Generation: gen,
+			Boot: s.Boot, DesiredState: raw})
+	}
+}
+
+// reportDrift marks each policy whose committed state was changed outside nmoverlay
+// Failing with what differs (once).
+func (d *Decision) reportDrift(s Snapshot) {
+	for _, name := range slices.Sorted(maps.Keys(s.Drifted)) {
+		e := s.Enactments[name]
+		if e == nil || !committedIn(e, s.Boot) {
+			continue
+		}
+		d.set(name, Update{Condition: shared.EnactmentFailing, Message: driftMessage(s.Drifted[name]),
+			Generation: e.Status.PolicyGeneration})
+	}
+}
+
+// classify sorts the applied policies: in effect (applied in this boot at this
+// generation), to roll out (a new generation, which takes a slot first; re-applying after
+// a boot or a failure does not: it was rolled out), and whether any was applied in an
+// earlier boot.
+func classify(s Snapshot, plan Plan) (inEffect map[string]bool, rollout []string, newBoot bool) {
+	inEffect = map[string]bool{}
+	for _, name := range plan.Applied {
+		e, ok := s.Enactments[name]
+		gen := s.generation(name)
+		inEffect[name] = ok && e.Status.PolicyGeneration == gen && e.Status.BootID == s.Boot && IsTrue(e, shared.EnactmentAvailable, "")
+		settled := ok && e.Status.PolicyGeneration == gen &&
+			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, ""))
+		if !settled {
+			rollout = append(rollout, name)
+		}
+		newBoot = newBoot || (ok && e.Status.BootID != "" && e.Status.BootID != s.Boot)
+	}
+	return inEffect, rollout, newBoot
+}
+
+// claim decides the rollout of new generations. A slot is a Progressing enactment of the
+// policy's current generation: no counter is kept anywhere, so nothing can leak. A claim
+// is made only when a slot looks free, so a waiting node does not flap. Two nodes may
+// claim the last slot at once, so a claim is ranked (by time, then node name) in the next
+// pass, once written: a node that lost keeps its claim as its place in the queue, and goes
+// when the claims ahead are done, without writing again. held names the policies whose
+// current generation is not applied in this pass.
+func (d *Decision) claim(s Snapshot, rollout []string) (held map[string]bool, claimed bool) {
+	held = map[string]bool{}
+	for _, name := range rollout {
+		pol, e := s.policy(name), s.Enactments[name]
+		if e != nil && IsTrue(e, shared.EnactmentProgressing, "") && e.Status.PolicyGeneration == pol.Generation {
+			if full, _, ahead := s.Rollout.slotsFull(pol, s.Node, e, s.slotTimeout(), s.Now); full {
+				held[name], d.Waiting[name] = true, ahead // queued behind earlier claims
+				d.requeue(pendingRetry, true)
+			}
+			continue
+		}
+		if full, why, ahead := s.Rollout.slotsFull(pol, s.Node, nil, s.slotTimeout(), s.Now); full {
+			held[name], d.Waiting[name] = true, ahead
+			d.set(name, Update{Condition: shared.EnactmentPending, Message: "waiting for a rollout slot: " + why, Generation: pol.Generation})
+			d.requeue(pendingRetry, true)
+			continue
+		}
+		now := s.Now
+		d.set(name, Update{Condition: shared.EnactmentProgressing, Message: "rollout slot claimed by " + s.Node,
+			Generation: pol.Generation, ClaimedAt: &now})
+		claimed = true
+	}
+	return held, claimed
+}
+
+// upToDate: every selected policy's enactment reports the current generation, Available
+// in this boot (or Failing with the same reason), and no enactment is left for a policy
+// that does not select the node.
+func upToDate(s Snapshot, plan Plan) bool {
+	for name := range s.Enactments {
+		if !s.selects(name) {
+			return false
+		}
+	}
+	for _, name := range plan.Applied {
+		e, ok := s.Enactments[name]
+		if !ok || e.Status.PolicyGeneration != s.generation(name) || e.Status.BootID != s.Boot {
+			return false
+		}
+		if d := s.Drifted[name]; d != "" {
+			if !TrueWith(e, shared.EnactmentFailing, driftMessage(d)) {
+				return false
+			}
+			continue
+		}
+		if !IsTrue(e, shared.EnactmentAvailable, "") {
+			return false
+		}
+	}
+	for name, msg := range plan.Failed {
+		e, ok := s.Enactments[name]
+		if !ok || e.Status.PolicyGeneration != s.generation(name) || !TrueWith(e, shared.EnactmentFailing, msg) {
+			return false
+		}
+	}
+	return true
+}
+
+// compose is what this pass applies: each selected policy at its current generation,
+// unless it is held or invalid; then at the generation it last applied on this node (the
+// enactment keeps that desired state), so nothing in effect is pruned because a newer
+// generation waits or fails; a policy never applied here is left out. current names the
+// policies applied at their current generation.
+func compose(s Snapshot, plan Plan, held map[string]bool) (Plan, map[string]bool) {
+	ok := map[string]bool{}
+	for _, name := range plan.Applied {
+		ok[name] = !held[name]
+	}
+	current := map[string]bool{}
+	var pols []Policy
+	for _, pol := range s.Selected {
+		if ok[pol.Name] {
+			current[pol.Name] = true
+			pols = append(pols, pol)
+			continue
+		}
+		if e := s.Enactments[pol.Name]; e != nil && len(e.Status.DesiredState.Raw) > 0 {
+			pol.DesiredState = e.Status.DesiredState.Raw
+			pols = append(pols, pol)
+		}
+	}
+	return MakePlan(pols), current
+}
+
+// commitKey identifies a committed state within a boot.
+func commitKey(boot string, p Plan) string {
+	digest, err := json.Marshal(p.Apply)
+	if err != nil { // a parsed state always marshals; never equal to a real key
+		return boot + "/unmarshalable: " + err.Error()
+	}
+	return boot + "/" + string(digest)
+}
+
+// untilRetry is how long the policy at its current generation must still wait after
+// failing. A change that did not converge is tried again as soon as the node's policies
+// change (a VLAN policy created a moment before the policy with its bond); one that broke a
+// probe waits its time whatever happens.
+func untilRetry(s Snapshot, name string) time.Duration {
+	f, ok := s.Failures[name]
+	if !ok || f.Generation != s.generation(name) || (!f.ByProbe && f.Policies != s.policySet()) {
+		return 0
+	}
+	return max(f.RetryAt.Sub(s.Now), 0)
+}
+
+// fail marks the policy Failing with msg, with a Warning event when that is news.
+func (d *Decision) fail(s Snapshot, name, msg string) {
+	d.set(name, Update{Condition: shared.EnactmentFailing, Message: msg, Generation: s.generation(name),
+		Event: shared.ReasonFailedToConfigure})
+}
+
+// set records the enactment's status after the pass: one update per enactment, the last
+// decided wins (a policy held in its backoff, then reported again after the apply).
+func (d *Decision) set(name string, u Update) {
+	if d.Updates == nil {
+		d.Updates = map[string]Update{}
+	}
+	d.Updates[name] = u
+}
+
+// requeue keeps the soonest time to look again; jitter marks a time to spread.
+func (d *Decision) requeue(after time.Duration, jitter bool) {
+	if after <= 0 {
+		return
+	}
+	if d.Requeue == 0 || after < d.Requeue {
+		d.Requeue, d.Jitter = after, jitter
+	}
+}
+
+// reasons are the reason each enactment condition type is set True with.
+var reasons = map[string]string{
+	shared.EnactmentAvailable:   shared.ReasonSuccessfullyConfigured,
+	shared.EnactmentFailing:     shared.ReasonFailedToConfigure,
+	shared.EnactmentProgressing: shared.ReasonConfigurationProgressing,
+	shared.EnactmentPending:     shared.ReasonMaxUnavailableLimitReached,
+}
+
+// applyTo writes u into e's status. A Failing or waiting policy keeps the boot and desired
+// state it last committed: what stays in effect meanwhile (compose).
+func (u Update) applyTo(e *v1beta1.NodeNetworkConfigurationEnactment) {
+	setEnactment(e, u.Condition, reasons[u.Condition], u.Message)
+	if u.ClaimedAt != nil {
+		meta.FindStatusCondition(e.Status.Conditions, u.Condition).LastTransitionTime = metav1.NewTime(*u.ClaimedAt)
+	}
+	e.Status.PolicyGeneration = u.Generation
+	if u.Condition == shared.EnactmentAvailable {
+		e.Status.BootID, e.Status.DesiredState = u.Boot, shared.State{Raw: u.DesiredState}
+	}
+}
+
+// changes reports whether writing u changes e's status: a write that changes nothing is
+// not made (no request, no timestamp moved, no event).
+func (u Update) changes(e *v1beta1.NodeNetworkConfigurationEnactment) bool {
+	if u.Delete {
+		return true
+	}
+	after := e.DeepCopy()
+	u.applyTo(after)
+	return !equality.Semantic.DeepEqual(after.Status, e.Status)
+}
+
+// policy is the selected policy of that name (its zero value when none is).
+func (s Snapshot) policy(name string) Policy {
+	if i := slices.IndexFunc(s.Selected, func(p Policy) bool { return p.Name == name }); i >= 0 {
+		return s.Selected[i]
+	}
+	return Policy{Name: name}
+}
+
+func (s Snapshot) selects(name string) bool {
+	return slices.ContainsFunc(s.Selected, func(p Policy) bool { return p.Name == name })
+}
+
+func (s Snapshot) generation(name string) int64 { return s.policy(name).Generation }
+
+// policySet names the selected policies and their generations.
+func (s Snapshot) policySet() string {
+	var b strings.Builder
+	for _, p := range s.Selected {
+		fmt.Fprintf(&b, "%s/%d ", p.Name, p.Generation)
+	}
+	return b.String()
+}
+
+// versions names the policies with their generations ("name/generation"), for the log.
+func (s Snapshot) versions(names []string) []string {
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = fmt.Sprintf("%s/%d", name, s.generation(name))
+	}
+	return out
+}
+
+func (s Snapshot) slotTimeout() time.Duration {
+	if s.SlotTimeout <= 0 {
+		return 5 * time.Minute
+	}
+	return s.SlotTimeout
+}

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/probe"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// Transaction is an applied, verified change the handler commits or rolls back.
+type Transaction interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// Engine applies a node's whole desired state; what it owns and the state does not name
+// is removed (reconciler/networkmanager with Prune).
+type Engine interface {
+	Apply(ctx context.Context, desired state.State) (Transaction, error)
+}
+
+// apply applies desired, probes the node and commits, or rolls back when a probe that
+// passed before the apply fails after it. When NetworkManager cannot roll back (it
+// restarted and lost the checkpoint) or cannot commit, the last committed state is
+// applied again at once, so the node never stays on a change nobody committed.
+func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, desired state.State) (err error) {
+	start := time.Now()
+	result := "failed"
+	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot, "policies", policies)
+	defer func() {
+		took := time.Since(start)
+		applyDuration.WithLabelValues(result).Observe(took.Seconds())
+		if err == nil {
+			log.Info("applied", "duration", took.Round(time.Millisecond).String())
+		} else {
+			log.Info("not applied", "reason", err.Error(), "duration", took.Round(time.Millisecond).String())
+		}
+	}()
+	log.V(1).Info("applying", "interfaces", len(desired.Interfaces))
+	healthy := h.baseline(ctx)
+	tx, err := h.Engine.Apply(ctx, desired)
+	if err != nil {
+		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*state.FieldError)) {
+			return err // nothing was changed
+		}
+		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge
+		h.keepProbes(healthy)
+		var applyErr *networkmanager.ApplyError
+		if errors.As(err, &applyErr) && applyErr.RollbackErr != nil {
+			return h.restored(ctx, v, err)
+		}
+		return err
+	}
+	if err := h.Probes.Verify(ctx, healthy); err != nil {
+		rollbacks.WithLabelValues("probe").Inc()
+		h.keepProbes(healthy)
+		if rbErr := tx.Rollback(ctx); rbErr != nil {
+			return probeFailure{h.restored(ctx, v, fmt.Errorf("%w; ROLLBACK FAILED: %v", err, rbErr))}
+		}
+		result = "rolled_back"
+		return probeFailure{fmt.Errorf("%w; rolled back", err)}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		h.keepProbes(healthy)
+		return h.restored(ctx, v, err)
+	}
+	result = "committed"
+	h.keptProbes = nil
+	h.last.boot, h.last.state = v.boot, desired
+	return nil
+}
+
+// baseline is the probes to check after this apply: those passing now, and those kept
+// from an apply that did not commit.
+func (h *Handler) baseline(ctx context.Context) []probe.Probe {
+	healthy := h.Probes.Baseline(ctx)
+	in := map[string]bool{}
+	for _, p := range healthy {
+		in[p.Name()] = true
+	}
+	for _, p := range h.Probes.Probes {
+		if h.keptProbes[p.Name()] && !in[p.Name()] {
+			healthy = append(healthy, p)
+		}
+	}
+	return healthy
+}
+
+func (h *Handler) keepProbes(probes []probe.Probe) {
+	if h.keptProbes == nil {
+		h.keptProbes = map[string]bool{}
+	}
+	for _, p := range probes {
+		h.keptProbes[p.Name()] = true
+	}
+}
+
+// restored restores the last committed state after cause (a rollback or commit that
+// NetworkManager could not do) and says what happened.
+func (h *Handler) restored(ctx context.Context, v *nodeView, cause error) error {
+	h.committed = ""
+	h.unrestored = cause.Error()
+	if err := h.restore(ctx, v); err != nil {
+		return fmt.Errorf("%w; restoring the last committed state failed too (%v): retrying every %s", cause, err, restoreRetry)
+	}
+	return fmt.Errorf("%w; restored the last committed state instead", cause)
+}
+
+// restore applies the last committed state again and commits it without probes: it
+// passed them when it was committed, and nothing better is known.
+func (h *Handler) restore(ctx context.Context, v *nodeView) error {
+	last := h.lastCommitted(v)
+	tx, err := h.Engine.Apply(ctx, last)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("restored the last committed state", "node", h.NodeName, "after", h.unrestored)
+	h.unrestored = ""
+	h.last.boot, h.last.state = v.boot, last
+	h.committed = commitKey(v.boot, Plan{Apply: last})
+	return nil
+}
+
+// lastCommitted is the state last committed on the node in this boot: this process's own
+// record, or, after a restart, what the enactments Available in this boot applied
+// (status.desiredState); in a new boot, nothing (the persistent profiles).
+func (h *Handler) lastCommitted(v *nodeView) state.State {
+	if h.last.boot == v.boot {
+		return h.last.state
+	}
+	var pols []Policy
+	for name, e := range v.existing {
+		if committedIn(e, v.boot) {
+			pols = append(pols, Policy{Name: name, DesiredState: e.Status.DesiredState.Raw})
+		}
+	}
+	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
+	return MakePlan(pols).Apply
+}
+
+// probeFailure: the apply converged, then a probe failed and it was rolled back.
+type probeFailure struct{ error }
+
+func (p probeFailure) Unwrap() error { return p.error }
