@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/overlay"
 )
 
@@ -113,8 +114,8 @@ func (o Options) Validate() error {
 			"3.4.0 on 4.13+, 3.5.0 on 4.19+)", o.IgnitionVersion, SupportedIgnitionVersions)}
 	}
 	if err := o.Layout.Validate(); err != nil {
-		if fe, ok := err.(*overlay.FieldError); ok {
-			return &Error{"layout." + fe.Field, fmt.Sprintf("%q %s", fe.Value, fe.Reason)}
+		if fe, ok := err.(*field.Error); ok {
+			return &Error{"layout." + fe.Path, fe.Reason}
 		}
 		return &Error{"layout", err.Error()}
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // NetworkManager's own locations. Not configurable: NetworkManager decides them.
@@ -141,17 +143,6 @@ func (l Layout) MountOptions(safety []string) string {
 	return strings.Join(opts, ",")
 }
 
-// FieldError is a validation error that names the field.
-type FieldError struct {
-	Field  string
-	Value  string
-	Reason string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s: %q %s", e.Field, e.Value, e.Reason)
-}
-
 // Validate reports the first field that cannot work, naming it. A path is refused when
 // NetworkManager or systemd would misread it, or when it would not be ephemeral / persistent
 // as the layer needs (upper on /tmp is aged out by systemd-tmpfiles, upper under
@@ -165,38 +156,38 @@ func (l Layout) Validate() error {
 	}
 	switch {
 	case under(l.Lower, "/run"), under(l.Lower, "/tmp"), under(l.Lower, "/dev"), under(l.Lower, "/proc"), under(l.Lower, "/sys"):
-		return &FieldError{"lower", l.Lower, "is not persistent: the lower layer holds the keyfiles that must survive a reboot"}
+		return field.Invalid("lower", l.Lower, "is not persistent: the lower layer holds the keyfiles that must survive a reboot")
 	case under(l.RunDir, "/run/NetworkManager"):
-		return &FieldError{"runDir", l.RunDir, "is inside NetworkManager's runtime dir, whose system-connections shadow [keyfile] path"}
+		return field.Invalid("runDir", l.RunDir, "is inside NetworkManager's runtime dir, whose system-connections shadow [keyfile] path")
 	case under(l.RunDir, "/tmp"):
-		return &FieldError{"runDir", l.RunDir, "is under /tmp, which systemd-tmpfiles ages out; the upper layer belongs under /run"}
+		return field.Invalid("runDir", l.RunDir, "is under /tmp, which systemd-tmpfiles ages out; the upper layer belongs under /run")
 	case !under(l.RunDir, "/run") || l.RunDir == "/run":
-		return &FieldError{"runDir", l.RunDir, "must be a directory below /run (tmpfs, emptied at every boot)"}
+		return field.Invalid("runDir", l.RunDir, "must be a directory below /run (tmpfs, emptied at every boot)")
 	case under(l.Lower, l.RunDir) || under(l.RunDir, l.Lower):
-		return &FieldError{"runDir", l.RunDir, "overlaps the lower dir " + l.Lower}
+		return field.Invalid("runDir", l.RunDir, "overlaps the lower dir "+l.Lower)
 	}
 	if strings.ContainsAny(l.SELinuxContext, "\",\n ") {
-		return &FieldError{"selinuxContext", l.SELinuxContext, "must not contain quotes, commas or whitespace"}
+		return field.Invalid("selinuxContext", l.SELinuxContext, "must not contain quotes, commas or whitespace")
 	}
 	if l.SELinuxContext != "" && strings.Count(l.SELinuxContext, ":") < 3 {
-		return &FieldError{"selinuxContext", l.SELinuxContext, "is not an SELinux context (user:role:type:level)"}
+		return field.Invalid("selinuxContext", l.SELinuxContext, "is not an SELinux context (user:role:type:level)")
 	}
 	return nil
 }
 
-func checkPath(field, p string) error {
+func checkPath(path, p string) error {
 	switch {
 	case p == "":
-		return &FieldError{field, p, "is empty"}
+		return field.Invalid(path, p, "is empty")
 	case !filepath.IsAbs(p):
-		return &FieldError{field, p, "is not an absolute path"}
+		return field.Invalid(path, p, "is not an absolute path")
 	case filepath.Clean(p) != p:
-		return &FieldError{field, p, "is not a clean path (want " + filepath.Clean(p) + ")"}
+		return field.Invalid(path, p, "is not a clean path (want "+filepath.Clean(p)+")")
 	case strings.ContainsAny(p, ",:=\\\"' \t\n"):
 		// The overlay's option parser splits on ',' and ':' and does not unescape.
-		return &FieldError{field, p, "contains a character overlayfs options or unit files cannot carry (one of , : = \\ quotes whitespace)"}
+		return field.Invalid(path, p, "contains a character overlayfs options or unit files cannot carry (one of , : = \\ quotes whitespace)")
 	case p == NMRunProfiles || under(p, NMRunProfiles):
-		return &FieldError{field, p, "is NetworkManager's in-memory profile dir"}
+		return field.Invalid(path, p, "is NetworkManager's in-memory profile dir")
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 func TestDefaultLayoutValidates(t *testing.T) {
@@ -57,11 +59,11 @@ func TestLayoutValidateRejects(t *testing.T) {
 				}
 				return
 			}
-			var fe *FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) {
-				t.Fatalf("want a FieldError, got %v", err)
+				t.Fatalf("want a *field.Error, got %v", err)
 			}
-			if fe.Field != tc.field || !strings.Contains(fe.Reason, tc.reason) {
+			if fe.Path != tc.field || !strings.Contains(fe.Reason, tc.reason) {
 				t.Errorf("got %v, want field %q reason containing %q", err, tc.field, tc.reason)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // ErrDegraded is returned when the overlay could not be set up or verified; the host then
@@ -133,7 +135,7 @@ func Reset(ctx context.Context, l Layout, nmc NMConfig) ([]ProfileChange, error)
 	if err != nil {
 		return nil, err
 	}
-	nm, err := ConnectNM(ctx)
+	nm, err := nmdbus.ConnectIfRunning(ctx)
 	if err != nil {
 		return dropped, err
 	}

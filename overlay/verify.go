@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // Check is one verified property of the overlay.
@@ -163,7 +165,7 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 // verifyRunningNM checks where a running NetworkManager actually loaded its profiles from:
 // its configuration is read at start, so the files alone do not prove it.
 func verifyRunningNM(ctx context.Context, l Layout, add func(string, bool, string, ...any)) {
-	nm, err := ConnectNM(ctx)
+	nm, err := nmdbus.ConnectIfRunning(ctx)
 	if err != nil {
 		add(CheckNMRunning, false, "%v", err)
 		return

@@ -101,6 +101,12 @@ func (r *PolicyStatus) Reconcile(ctx context.Context, req reconcile.Request) (re
 	w := &readyourwrites.Writes{}
 	w.Wrote(policy)
 	w.Await(ctx, r.Client)
+	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name, "generation", policy.Generation)
+	if was == nil || was.Type != now.Type {
+		log.Info("policy status", "status", now.Type, "reason", now.Reason, "message", now.Message)
+	} else {
+		log.V(1).Info("policy status", "status", now.Type, "message", now.Message) // the counts moved
+	}
 	if r.Events != nil && (was == nil || was.Type != now.Type) {
 		switch now.Type {
 		case shared.PolicyAvailable:

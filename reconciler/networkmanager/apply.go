@@ -14,6 +14,8 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // ApplyOptions tune one transaction.
@@ -84,7 +86,7 @@ func (t *Transaction) Commit(ctx context.Context) error {
 		logr.FromContextOrDiscard(ctx).Info("checkpoint lost, but the change is fully in effect: committed", "checkpoint", t.checkpoint.String(), "reason", why)
 		return nil
 	}
-	if err := t.c.call(ctx, nmPath, nmIface+".CheckpointDestroy", t.checkpoint.Path).Err; err != nil {
+	if err := t.c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointDestroy", t.checkpoint.Path).Err; err != nil {
 		return fmt.Errorf("committing (CheckpointDestroy %s): %w", t.checkpoint, err)
 	}
 	return t.record.clear()
@@ -122,7 +124,7 @@ func (c *Client) deleteLeftovers(ctx context.Context, created []string) error {
 		if !slices.Contains(created, d.name) || !d.real || d.typ == "" || d.typ == state.Ethernet || d.state == deviceStateActivated {
 			continue
 		}
-		if err := c.call(ctx, d.path, deviceIface+".Delete").Err; err != nil && c.stillReal(ctx, d.name) {
+		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".Delete").Err; err != nil && c.stillReal(ctx, d.name) {
 			return fmt.Errorf("deleting %s, created by the apply rolled back: %w", d.name, err)
 		}
 	}
@@ -138,7 +140,7 @@ func (c *Client) stillReal(ctx context.Context, name string) bool {
 
 func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
 	var result map[string]uint32
-	if err := c.call(ctx, nmPath, nmIface+".CheckpointRollback", cp).Store(&result); err != nil {
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointRollback", cp).Store(&result); err != nil {
 		return fmt.Errorf("rolling back %s: %w", cp, err)
 	}
 	var failed []string
@@ -252,17 +254,17 @@ type profile struct {
 }
 
 func (c *Client) profiles(ctx context.Context) ([]profile, error) {
-	var paths []dbus.ObjectPath
-	if err := c.call(ctx, settingsPath, settingsIface+".ListConnections").Store(&paths); err != nil {
-		return nil, fmt.Errorf("ListConnections: %w", err)
+	paths, err := c.nm.Connections(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]profile, 0, len(paths))
 	for _, p := range paths {
-		var s settings
-		if err := c.call(ctx, p, connIface+".GetSettings").Store(&s); err != nil {
-			continue
+		s, err := c.nm.Settings(ctx, p)
+		if err != nil {
+			continue // deleted meanwhile
 		}
-		out = append(out, profile{path: p, settings: s})
+		out = append(out, profile{path: p, settings: settings(s)})
 	}
 	return out, nil
 }
@@ -270,7 +272,7 @@ func (c *Client) profiles(ctx context.Context) ([]profile, error) {
 // carryOut deletes, saves and activates the profiles the plan names, in its order.
 func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state.State, opts ApplyOptions) error {
 	for _, name := range pl.deletes {
-		if err := c.call(ctx, h.owned[name].path, connIface+".Delete").Err; err != nil {
+		if err := c.call(ctx, h.owned[name].path, nmdbus.ConnIface+".Delete").Err; err != nil {
 			return fmt.Errorf("%s: deleting its profile: %w", name, err)
 		}
 	}
@@ -290,7 +292,7 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 		}
 		if it.State == state.Down {
 			if hasDev && dev.active != "" && dev.active != "/" {
-				if err := c.call(ctx, nmPath, nmIface+".DeactivateConnection", dev.active).Err; err != nil {
+				if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".DeactivateConnection", dev.active).Err; err != nil {
 					return fmt.Errorf("%s: deactivating: %w", it.Name, err)
 				}
 			}
@@ -378,7 +380,7 @@ func drifted(current func() (state.State, error), it state.Interface, desired st
 // activate asks NetworkManager to activate t's profile on its interface; t.active is the
 // activation it started.
 func (c *Client) activate(ctx context.Context, t *activation) error {
-	return c.call(ctx, nmPath, nmIface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active)
+	return c.call(ctx, nmdbus.Path, nmdbus.Iface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active)
 }
 
 // activationError: these interfaces would not activate.
@@ -405,13 +407,13 @@ func (c *Client) save(ctx context.Context, existing profile, want settings) (dbu
 			return existing.path, false, nil // same input as last time: nothing to do
 		}
 		var result map[string]dbus.Variant
-		err := c.call(ctx, existing.path, connIface+".Update2", want, uint32(saveToDisk), map[string]dbus.Variant{}).Store(&result)
+		err := c.call(ctx, existing.path, nmdbus.ConnIface+".Update2", want, uint32(saveToDisk), map[string]dbus.Variant{}).Store(&result)
 		return existing.path, true, err
 	}
 	var path dbus.ObjectPath
 	var result map[string]dbus.Variant
 	const blockAutoconnect = 0x20 // activated below, in dependency order
-	err := c.call(ctx, settingsPath, settingsIface+".AddConnection2", want, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result)
+	err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", want, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result)
 	return path, true, err
 }
 
@@ -467,20 +469,20 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 // activated: whether t's interface runs t's profile; failed says why it never will.
 func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 	var dev dbus.ObjectPath
-	if err := c.call(ctx, nmPath, nmIface+".GetDeviceByIpIface", t.name).Store(&dev); err == nil {
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", t.name).Store(&dev); err == nil {
 		var st uint32
 		var ac, conn dbus.ObjectPath
-		if c.prop(dev, deviceIface, "State", &st) == nil && c.prop(dev, deviceIface, "ActiveConnection", &ac) == nil &&
-			st == deviceStateActivated && ac != "/" && c.prop(ac, activeIface, "Connection", &conn) == nil && conn == t.profile {
+		if c.prop(dev, nmdbus.DeviceIface, "State", &st) == nil && c.prop(dev, nmdbus.DeviceIface, "ActiveConnection", &ac) == nil &&
+			st == deviceStateActivated && ac != "/" && c.prop(ac, nmdbus.ActiveIface, "Connection", &conn) == nil && conn == t.profile {
 			return true, ""
 		}
 	}
 	// Our activation object ending deactivated, with nothing else running the profile, is
 	// a failure; a vanished one may have been replaced by a re-activation: keep waiting.
 	var st uint32
-	if c.prop(t.active, activeIface, "State", &st) == nil && st == activeStateDeactivated {
+	if c.prop(t.active, nmdbus.ActiveIface, "State", &st) == nil && st == activeStateDeactivated {
 		var reason uint32
-		_ = c.prop(t.active, activeIface, "StateFlags", &reason)
+		_ = c.prop(t.active, nmdbus.ActiveIface, "StateFlags", &reason)
 		return false, "NetworkManager deactivated it (" + c.deviceStateText(ctx, t.name) + ")"
 	}
 	return false, ""
@@ -489,14 +491,14 @@ func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 // deviceStateText describes an interface's device for error messages.
 func (c *Client) deviceStateText(ctx context.Context, name string) string {
 	var dev dbus.ObjectPath
-	if err := c.call(ctx, nmPath, nmIface+".GetDeviceByIpIface", name).Store(&dev); err != nil {
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", name).Store(&dev); err != nil {
 		return "no such device"
 	}
 	var reason struct {
 		State  uint32
 		Reason uint32
 	}
-	if err := c.prop(dev, deviceIface, "StateReason", &reason); err != nil {
+	if err := c.prop(dev, nmdbus.DeviceIface, "StateReason", &reason); err != nil {
 		return "state unknown"
 	}
 	if what, ok := deviceStates[reason.State]; ok {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // Changes signals when NetworkManager reports a change of devices, addresses, routes or
@@ -12,9 +14,9 @@ import (
 // began), so a reporter reads the state once per change, not once per property.
 func (c *Client) Changes(ctx context.Context) (<-chan struct{}, error) {
 	matches := [][]dbus.MatchOption{
-		{dbus.WithMatchSender(busName), dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(nmPath)},
-		{dbus.WithMatchSender(busName), dbus.WithMatchInterface(nmIface), dbus.WithMatchMember("DeviceAdded")},
-		{dbus.WithMatchSender(busName), dbus.WithMatchInterface(nmIface), dbus.WithMatchMember("DeviceRemoved")},
+		{dbus.WithMatchSender(nmdbus.BusName), dbus.WithMatchInterface(nmdbus.PropsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(nmdbus.Path)},
+		{dbus.WithMatchSender(nmdbus.BusName), dbus.WithMatchInterface(nmdbus.Iface), dbus.WithMatchMember("DeviceAdded")},
+		{dbus.WithMatchSender(nmdbus.BusName), dbus.WithMatchInterface(nmdbus.Iface), dbus.WithMatchMember("DeviceRemoved")},
 	}
 	for _, m := range matches {
 		if err := c.conn.AddMatchSignalContext(ctx, m...); err != nil {

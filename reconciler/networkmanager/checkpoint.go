@@ -11,6 +11,8 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // NetworkManager's checkpoints are not named: nothing on one says who made it, a
@@ -63,7 +65,7 @@ func (e *CheckpointLostError) Error() string {
 // owner is the unique bus name of the NetworkManager running now.
 func (c *Client) owner(ctx context.Context) (string, error) {
 	var name string
-	if err := c.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, busName).Store(&name); err != nil {
+	if err := c.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, nmdbus.BusName).Store(&name); err != nil {
 		return "", fmt.Errorf("NetworkManager is not running: %w", err)
 	}
 	return name, nil
@@ -76,16 +78,16 @@ func (c *Client) checkpoints(ctx context.Context) (owner string, cps []checkpoin
 		return "", nil, err
 	}
 	var paths []dbus.ObjectPath
-	if err := c.prop(nmPath, nmIface, "Checkpoints", &paths); err != nil {
+	if err := c.prop(nmdbus.Path, nmdbus.Iface, "Checkpoints", &paths); err != nil {
 		return "", nil, err
 	}
 	for _, p := range paths {
 		info := checkpointInfo{checkpointID: checkpointID{Path: p, Owner: owner}}
-		if c.prop(p, checkpointIface, "Created", &info.Created) != nil {
+		if c.prop(p, nmdbus.CheckpointIface, "Created", &info.Created) != nil {
 			continue // destroyed meanwhile
 		}
 		var timeout uint32
-		_ = c.prop(p, checkpointIface, "RollbackTimeout", &timeout)
+		_ = c.prop(p, nmdbus.CheckpointIface, "RollbackTimeout", &timeout)
 		info.rollbackTimeout = time.Duration(timeout) * time.Second
 		cps = append(cps, info)
 	}
@@ -178,7 +180,7 @@ func (c *Client) createCheckpoint(ctx context.Context, rec record, timeout time.
 	}
 	id := checkpointID{Owner: owner}
 	flags := uint32(checkpointDeleteNewConnections | checkpointDisconnectNewDevices)
-	if err := c.call(ctx, nmPath, nmIface+".CheckpointCreate", []dbus.ObjectPath{}, uint32(timeout/time.Second), flags).Store(&id.Path); err != nil {
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointCreate", []dbus.ObjectPath{}, uint32(timeout/time.Second), flags).Store(&id.Path); err != nil {
 		// Refused because another tool created one between prepare and here (NetworkManager
 		// allows one checkpoint per device): name it.
 		if _, cps, lerr := c.checkpoints(ctx); lerr == nil && len(cps) > 0 {
@@ -186,7 +188,7 @@ func (c *Client) createCheckpoint(ctx context.Context, rec record, timeout time.
 		}
 		return checkpointID{}, fmt.Errorf("creating a checkpoint: %w", err)
 	}
-	if err := c.prop(id.Path, checkpointIface, "Created", &id.Created); err != nil {
+	if err := c.prop(id.Path, nmdbus.CheckpointIface, "Created", &id.Created); err != nil {
 		return checkpointID{}, fmt.Errorf("reading the new checkpoint: %w", err)
 	}
 	if err := rec.write(id); err != nil {
@@ -208,7 +210,7 @@ func (c *Client) held(ctx context.Context, id checkpointID) (bool, string) {
 		return false, fmt.Sprintf("NetworkManager restarted: %s is gone, %s runs now", id.Owner, owner)
 	}
 	var created int64
-	if c.prop(id.Path, checkpointIface, "Created", &created) != nil || created != id.Created {
+	if c.prop(id.Path, nmdbus.CheckpointIface, "Created", &created) != nil || created != id.Created {
 		return false, "NetworkManager no longer holds " + string(id.Path) + " (its rollback timeout fired?)"
 	}
 	return true, ""

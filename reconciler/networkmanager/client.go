@@ -6,28 +6,11 @@ package networkmanager
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/godbus/dbus/v5"
-)
 
-// D-Bus names of NetworkManager's API (org.freedesktop.NetworkManager(5)).
-const (
-	busName         = "org.freedesktop.NetworkManager"
-	nmPath          = "/org/freedesktop/NetworkManager"
-	nmIface         = "org.freedesktop.NetworkManager"
-	settingsPath    = "/org/freedesktop/NetworkManager/Settings"
-	settingsIface   = "org.freedesktop.NetworkManager.Settings"
-	connIface       = "org.freedesktop.NetworkManager.Settings.Connection"
-	deviceIface     = "org.freedesktop.NetworkManager.Device"
-	activeIface     = "org.freedesktop.NetworkManager.Connection.Active"
-	checkpointIface = "org.freedesktop.NetworkManager.Checkpoint"
-	ip4Iface        = "org.freedesktop.NetworkManager.IP4Config"
-	ip6Iface        = "org.freedesktop.NetworkManager.IP6Config"
-	dnsManagerPath  = "/org/freedesktop/NetworkManager/DnsManager"
-	dnsIface        = "org.freedesktop.NetworkManager.DnsManager"
-	propsIface      = "org.freedesktop.DBus.Properties"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // Flags of AddConnection2/Update2 and CheckpointCreate.
@@ -60,7 +43,8 @@ const BaseKey = "nmoverlay.base"
 
 // Client is a connection to one NetworkManager.
 type Client struct {
-	conn *dbus.Conn
+	nm   *nmdbus.Conn
+	conn *dbus.Conn // nm's bus, for signals
 	// Settle is how long Changes waits for quiet before it signals.
 	Settle time.Duration
 }
@@ -68,47 +52,30 @@ type Client struct {
 // Connect connects to NetworkManager on the system bus, or on address when it is not empty
 // (tests run NetworkManager on a private bus).
 func Connect(ctx context.Context, address string) (*Client, error) {
-	var conn *dbus.Conn
-	var err error
-	if address == "" {
-		conn, err = dbus.ConnectSystemBus(dbus.WithContext(ctx))
-	} else {
-		conn, err = dbus.Connect(address, dbus.WithContext(ctx))
-	}
+	nm, err := nmdbus.Connect(ctx, address)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the system bus: %w", err)
+		return nil, err
 	}
-	c := &Client{conn: conn, Settle: 200 * time.Millisecond}
-	var version string
-	if err := c.prop(nmPath, nmIface, "Version", &version); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("NetworkManager is not answering on the bus: %w", err)
-	}
-	return c, nil
+	return &Client{nm: nm, conn: nm.Bus(), Settle: 200 * time.Millisecond}, nil
 }
 
 // Close closes the bus connection.
-func (c *Client) Close() error { return c.conn.Close() }
+func (c *Client) Close() error { return c.nm.Close() }
 
 // Version is NetworkManager's version.
 func (c *Client) Version() (string, error) {
 	var v string
-	return v, c.prop(nmPath, nmIface, "Version", &v)
+	return v, c.prop(nmdbus.Path, nmdbus.Iface, "Version", &v)
 }
 
-func (c *Client) obj(path dbus.ObjectPath) dbus.BusObject { return c.conn.Object(busName, path) }
+func (c *Client) obj(path dbus.ObjectPath) dbus.BusObject { return c.nm.Object(path) }
 
 func (c *Client) call(ctx context.Context, path dbus.ObjectPath, method string, args ...any) *dbus.Call {
-	return c.obj(path).CallWithContext(ctx, method, 0, args...)
+	return c.nm.Call(ctx, path, method, args...)
 }
 
-// prop reads one property into out.
 func (c *Client) prop(path dbus.ObjectPath, iface, name string, out any) error {
-	v, err := c.obj(path).GetProperty(iface + "." + name)
-	if err != nil {
-		return fmt.Errorf("%s %s.%s: %w", path, iface, name, err)
-	}
-	return dbus.Store([]any{v.Value()}, out)
+	return c.nm.Prop(path, iface, name, out)
 }
 
 // settings is a connection profile as NetworkManager's D-Bus API carries it.

@@ -10,6 +10,8 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // host is what an apply starts from: NetworkManager's profiles and devices, read once
@@ -321,7 +323,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 			}
 		}
 		family := [2]string{"IPv4", "IPv6"}[fam]
-		return &state.FieldError{Path: "dns-resolver.config", Reason: fmt.Sprintf(
+		return &field.Error{Path: "dns-resolver.config", Reason: fmt.Sprintf(
 			"no interface can carry the %s DNS configuration: give one of this policy's interfaces a static %s address, or DHCP with auto-dns: false, "+
 				"or have a current interface no other policy names with %s on (nothing was changed)", family, family, family)}
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // testHost is a host as readHost would see it: each interface active on the given
@@ -170,7 +172,7 @@ func TestPlanDNSCarrier(t *testing.T) {
 			}
 			pl, err := testHost(tc.profiles, tc.current).plan(m.State, ordered, true)
 			if tc.err != "" {
-				var fe *state.FieldError
+				var fe *field.Error
 				if !errors.As(err, &fe) || fe.Path != "dns-resolver.config" || !strings.Contains(fe.Reason, tc.err) {
 					t.Fatalf("want a dns-resolver.config error about %s, got %v", tc.err, err)
 				}

@@ -9,6 +9,8 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // activeStateFlagExternal is NM_ACTIVATION_STATE_FLAG_EXTERNAL.
@@ -62,7 +64,7 @@ func (c *Client) devices(ctx context.Context) ([]device, error) {
 func (o objects) devices() []device {
 	var out []device
 	for p, ifaces := range o {
-		props, ok := ifaces[deviceIface]
+		props, ok := ifaces[nmdbus.DeviceIface]
 		if !ok {
 			continue
 		}
@@ -73,8 +75,8 @@ func (o objects) devices() []device {
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
 		d.typ = deviceType[d.nmType]
 		d.real, _ = props["Real"].Value().(bool)
-		d.profile, _ = o[d.active][activeIface]["Connection"].Value().(dbus.ObjectPath)
-		flags, _ := o[d.active][activeIface]["StateFlags"].Value().(uint32)
+		d.profile, _ = o[d.active][nmdbus.ActiveIface]["Connection"].Value().(dbus.ObjectPath)
+		flags, _ := o[d.active][nmdbus.ActiveIface]["StateFlags"].Value().(uint32)
 		d.external = flags&activeStateFlagExternal != 0
 		out = append(out, d)
 	}
@@ -107,7 +109,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		var a settings
 		var version uint64
-		if err := c.call(ctx, d.path, deviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
+		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
 			applied[d.name] = a
 		}
 	}
@@ -116,7 +118,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		if d.typ == "" {
 			continue // loopback, generic, tun...: not part of the model
 		}
-		props := objs[d.path][deviceIface]
+		props := objs[d.path][nmdbus.DeviceIface]
 		it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
 		if d.state == deviceStateActivated {
 			it.State = state.Up
@@ -132,7 +134,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		for _, fam := range []struct {
 			name, prop, iface string
 			dst               **state.IPConfig
-		}{{"ipv4", "Ip4Config", ip4Iface, &it.IPv4}, {"ipv6", "Ip6Config", ip6Iface, &it.IPv6}} {
+		}{{"ipv4", "Ip4Config", nmdbus.IP4Iface, &it.IPv4}, {"ipv6", "Ip6Config", nmdbus.IP6Iface, &it.IPv6}} {
 			cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
 			ipProps, ok := objs[cfgPath][fam.iface]
 			if !ok {
@@ -379,7 +381,7 @@ func routeSortKey(r state.Route) string {
 }
 
 func runningDNS(objs objects) *state.DNSConfig {
-	cfg := dictList(objs[dnsManagerPath][dnsIface]["Configuration"])
+	cfg := dictList(objs[nmdbus.DNSManagerPath][nmdbus.DNSIface]["Configuration"])
 	out := &state.DNSConfig{}
 	for _, entry := range cfg {
 		ns, _ := entry["nameservers"].Value().([]string)

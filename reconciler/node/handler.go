@@ -262,6 +262,7 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 				}
 			}
 		}
+		s.Now = time.Now() // an apply takes up to minutes: its failure's backoff starts when it ended
 		d = Settle(s, d, applyErr)
 		// A failure waits out its backoff, then is tried again.
 		h.failures.record(s, d)

@@ -12,6 +12,8 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // Transaction is an applied, verified change the handler commits or rolls back.
@@ -47,7 +49,7 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 	healthy := h.baseline(ctx)
 	tx, err := h.Engine.Apply(ctx, desired)
 	if err != nil {
-		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*state.FieldError)) {
+		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*field.Error)) {
 			return err // nothing was changed
 		}
 		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge

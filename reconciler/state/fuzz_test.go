@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // FuzzParse: no input panics, and every rejection names a path and a reason.
@@ -22,7 +24,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		var errs Errors
+		var errs field.Errors
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("rejection without field errors: %v", err)
 		}

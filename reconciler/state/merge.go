@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // Source is one policy's desired state for a node.
@@ -203,7 +205,7 @@ var ifaceIndex = regexp.MustCompile(`interfaces\[(\d+)\]`)
 
 // attribute turns an error in the merged state into a conflict: indexes of the merged
 // list become interface names, and every policy behind an interface it mentions is named.
-func (m Merged) attribute(e *FieldError) *Conflict {
+func (m Merged) attribute(e *field.Error) *Conflict {
 	named := func(s string) string {
 		return ifaceIndex.ReplaceAllStringFunc(s, func(match string) string {
 			i, _ := strconv.Atoi(ifaceIndex.FindStringSubmatch(match)[1])

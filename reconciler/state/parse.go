@@ -10,10 +10,12 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // Parse reads a desiredState (YAML or JSON) and validates it. The error, if any, is an
-// Errors listing every problem with its field path; unknown and unsupported keys are
+// field.Errors listing every problem with its field path; unknown and unsupported keys are
 // errors, never dropped.
 func Parse(doc []byte) (State, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
@@ -21,13 +23,13 @@ func Parse(doc []byte) (State, error) {
 	}
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return State{}, Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
+		return State{}, field.Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return State{}, Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
+		return State{}, field.Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
 	}
 	d := &decoder{}
 	s := d.state(tree)
@@ -40,10 +42,10 @@ func Parse(doc []byte) (State, error) {
 	return s, nil
 }
 
-type decoder struct{ errs Errors }
+type decoder struct{ errs field.Errors }
 
 func (d *decoder) fail(path, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &field.Error{Path: path, Reason: fmt.Sprintf(format, args...)})
 }
 
 // object checks v is a mapping with only the allowed keys; unsupported keys get their own reason.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // Policies as administrators write them for kubernetes-nmstate (its user guide's
@@ -274,7 +276,7 @@ func TestParseInvalid(t *testing.T) {
 	for _, tc := range invalidDocs {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(tc.doc))
-			var errs Errors
+			var errs field.Errors
 			if !errors.As(err, &errs) {
 				t.Fatalf("want field errors, got %v", err)
 			}

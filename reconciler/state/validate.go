@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // inferType names the type a type-specific section implies, for interfaces given without one.
@@ -36,10 +38,10 @@ var bondOptionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Validate checks what the schema alone cannot: names, addresses, sections that fit the
 // type, and references between interfaces. Parse runs it; merged states are checked again.
-func Validate(s State) Errors {
-	var errs Errors
+func Validate(s State) field.Errors {
+	var errs field.Errors
 	fail := func(path, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf(format, args...)})
 	}
 	byName := map[string]int{}
 	controllerOf := map[string]string{}

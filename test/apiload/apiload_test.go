@@ -21,18 +21,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/simnode"
 )
 
@@ -77,20 +76,18 @@ func startCluster(tb testing.TB, nodes int) *cluster {
 	if err := os.WriteFile(policyFile, []byte(auditPolicy), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	c.env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-	c.env.ControlPlane.GetAPIServer().Configure().
-		Append("audit-policy-file", policyFile).
-		Append("audit-log-path", c.auditLog).
-		Append("audit-log-maxsize", "0")
-	cfg, err := c.env.Start()
+	a, err := kit.StartAPI(func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().
+			Append("audit-policy-file", policyFile).
+			Append("audit-log-path", c.auditLog).
+			Append("audit-log-maxsize", "0")
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = c.env.Stop() })
-	scheme, err := api.NewScheme()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	tb.Cleanup(func() { _ = a.Stop() })
+	c.env = a.Env
+	cfg, scheme := a.Config, a.Scheme
 	admin := rest.CopyConfig(cfg)
 	admin.UserAgent, admin.QPS, admin.Burst = "apiload-bench", 500, 1000
 	if c.admin, err = client.New(admin, client.Options{Scheme: scheme}); err != nil {
@@ -98,12 +95,7 @@ func startCluster(tb testing.TB, nodes int) *cluster {
 	}
 	ctx := context.Background()
 	for i := 0; i < nodes; i++ {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i), Labels: map[string]string{"role": "worker"}}}
-		if err := c.admin.Create(ctx, n); err != nil {
-			tb.Fatal(err)
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		if err := c.admin.Status().Update(ctx, n); err != nil {
+		if _, err := kit.ReadyNode(ctx, c.admin, fmt.Sprintf("node-%03d", i), map[string]string{"role": "worker"}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -134,9 +126,10 @@ func startCluster(tb testing.TB, nodes int) *cluster {
 
 // startController runs cmd/controller as its own process, with leader election as deployed.
 func (c *cluster) startController(tb testing.TB, dir string) {
-	bin := filepath.Join(dir, "controller")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nmoverlay/nmoverlay/cmd/controller").CombinedOutput(); err != nil {
-		tb.Fatalf("building the controller: %v: %s", err, out)
+	tb.Cleanup(func() { _ = kit.RemoveBinaries() })
+	bin, err := kit.Binary("cmd/controller")
+	if err != nil {
+		tb.Fatal(err)
 	}
 	user, err := c.env.AddUser(envtest.User{Name: "nmoverlay-controller", Groups: []string{"system:masters"}}, nil)
 	if err != nil {

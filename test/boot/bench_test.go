@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkBootToNetworkManager(b *testing.B) {
 		boots = v
 	}
 	RegisterFailHandler(func(msg string, _ ...int) { b.Fatal(msg) })
-	setup(b.TempDir())
+	setup()
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		plain, with := benchMachine(b, "bench-plain", false), benchMachine(b, "bench-mc", true)
@@ -38,14 +38,14 @@ func BenchmarkBootToNetworkManager(b *testing.B) {
 			tWith = append(tWith, d)
 			tHelper = append(tHelper, h)
 		}
-		mp, mw := median(tPlain), median(tWith)
+		mp, mw := kit.Median(tPlain), kit.Median(tWith)
 		b.ReportMetric(float64(mw.Microseconds())/1000, "ms-with-helper")
 		b.ReportMetric(float64(mp.Microseconds())/1000, "ms-without")
 		b.ReportMetric(float64(mw)/float64(mp), "ratio")
 		fmt.Printf("boot to NetworkManager active, median of %d boots: with nmoverlay %v, without %v, overhead %v, ratio %.2fx\n",
 			boots, mw.Round(time.Millisecond), mp.Round(time.Millisecond), (mw - mp).Round(time.Millisecond), float64(mw)/float64(mp))
-		fmt.Printf("nm-overlay setup itself (nm-overlay.service start to active), median: %v\n", median(tHelper).Round(100*time.Microsecond))
-		b.ReportMetric(float64(median(tHelper).Microseconds())/1000, "ms-helper-run")
+		fmt.Printf("nm-overlay setup itself (nm-overlay.service start to active), median: %v\n", kit.Median(tHelper).Round(100*time.Microsecond))
+		b.ReportMetric(float64(kit.Median(tHelper).Microseconds())/1000, "ms-helper-run")
 		fmt.Printf("  with:    %v\n  without: %v\n", tWith, tPlain)
 	}
 	if fi, err := os.Stat(helper); err == nil {
@@ -99,10 +99,4 @@ func bootToNM(b *testing.B, ctx context.Context, m *nspawn.Machine, helper bool)
 		helperRun = time.Duration(z-a) * time.Microsecond
 	}
 	return time.Duration(r-s) * time.Microsecond, helperRun
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }

@@ -232,7 +232,8 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 		Expect(run(m, "nmcli", "-g", "NAME", "connection", "show")).NotTo(ContainSubstring("eph0"))
 		Expect(run(m, "nmcli", "-g", "ipv4.addresses", "connection", "show", "persist0")).To(Equal("192.0.2.10/24"))
 		waitForAddress(m, "veth0", "192.0.2.10/24")
-		Expect(verifyReport(m).OK).To(BeTrue())
+		r := verifyReport(m)
+		Expect(r.OK).To(BeTrue(), r.Reason())
 	})
 
 	It("keeps NetworkManager on the persistent profiles when the overlay is broken", func() {

@@ -12,6 +12,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
 var (
@@ -25,11 +27,14 @@ func TestBoot(t *testing.T) {
 	RunSpecs(t, "boot tier: systemd-nspawn")
 }
 
-var _ = BeforeSuite(func() { setup(GinkgoT().TempDir()) })
+var _ = BeforeSuite(func() {
+	setup()
+	DeferCleanup(kit.RemoveBinaries)
+})
 
-// setup finds the base root filesystem and builds the helper into dir; shared by the specs
+// setup finds the base root filesystem and builds the commands; shared by the specs
 // and the benchmarks.
-func setup(dir string) {
+func setup() {
 	Expect(os.Geteuid()).To(Equal(0), "the boot tier needs root")
 	baseRootfs = os.Getenv("NMOVERLAY_ROOTFS")
 	Expect(baseRootfs).NotTo(BeEmpty(), "NMOVERLAY_ROOTFS is unset: run make test-boot (hack/rootfs.sh builds it)")
@@ -38,17 +43,14 @@ func setup(dir string) {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
-	helper = buildCommand(dir, "nm-overlay")
-	handler = buildCommand(dir, "handler")
-	controller = buildCommand(dir, "controller")
+	helper = buildCommand("nm-overlay")
+	handler = buildCommand("handler")
+	controller = buildCommand("controller")
 }
 
-// buildCommand builds one of the module's commands into dir, as `make build` does.
-func buildCommand(dir, name string) string {
-	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/nmoverlay/nmoverlay/cmd/"+name)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+// buildCommand builds one of the module's commands as make build does, once per process.
+func buildCommand(name string) string {
+	bin, err := kit.Binary("cmd/" + name)
+	Expect(err).NotTo(HaveOccurred())
 	return bin
 }

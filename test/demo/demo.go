@@ -262,7 +262,7 @@ func (r *run) steps(ctx context.Context) error {
 		if _, err := r.kubectlAs(ctx, who, nodeA.HandlerKubeconfig, "auth", "whoami"); err != nil {
 			return err
 		}
-		victim := nodeB.Name + "." + BridgePolicy
+		victim := shared.EnactmentKey(nodeB.Name, BridgePolicy)
 		out, err := r.kubectlAs(ctx, who, nodeA.HandlerKubeconfig, "delete", "nnce", victim)
 		if err == nil {
 			return fmt.Errorf("%s's handler deleted %s", nodeA.Name, victim)

@@ -45,9 +45,9 @@ var _ = Describe("the cluster controller", Ordered, func() {
 	// report writes an enactment as a handler on that node would.
 	report := func(nodeName, policy string, generation int64, set func(*v1beta1.NodeNetworkConfigurationEnactment, string)) {
 		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + "." + policy}, e)
+		err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e)
 		if err != nil {
-			e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "." + policy,
+			e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey(nodeName, policy),
 				Labels: map[string]string{shared.NodeLabel: nodeName, shared.PolicyLabel: policy}}}
 			Expect(k8s.Create(ctx, e)).To(Succeed())
 		}

@@ -35,7 +35,7 @@ func ifaceNames(s state.State) []string {
 func enactment(nodeName, policy string) func() *v1beta1.NodeNetworkConfigurationEnactment {
 	return func() *v1beta1.NodeNetworkConfigurationEnactment {
 		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeName + "." + policy}, e); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
 			return nil
 		}
 		return e

@@ -291,7 +291,7 @@ var _ = Describe("removing nmoverlay with kubectl delete -k", Ordered, func() {
 		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","state":"up"}]}`)}
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 		Expect(k8s.Create(ctx, &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{
-			Name:   node + "." + p.Name,
+			Name:   shared.EnactmentKey(node, p.Name),
 			Labels: map[string]string{shared.NodeLabel: node, shared.PolicyLabel: p.Name},
 		}})).To(Succeed())
 		Expect(k8s.Create(ctx, &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node}})).To(Succeed())

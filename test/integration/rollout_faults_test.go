@@ -21,6 +21,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/simnode"
 )
 
@@ -36,17 +37,10 @@ var _ = Describe("the rollout under faults", Label("faults"), Ordered, func() {
 		controllers []*exec.Cmd
 		ctlLogs     []string
 	)
-	setReady := func(name string, ready corev1.ConditionStatus) {
-		GinkgoHelper()
-		n := &corev1.Node{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		Expect(k8s.Status().Update(ctx, n)).To(Succeed())
-	}
 	readyNode := func(name string) {
 		GinkgoHelper()
-		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: selector}})).To(Succeed())
-		setReady(name, corev1.ConditionTrue)
+		_, err := kit.ReadyNode(ctx, k8s, name, selector)
+		Expect(err).NotTo(HaveOccurred())
 	}
 	// ghostClaims makes the ghost node hold the policy's slot, as a handler mid-apply would.
 	ghostClaims := func(policy string) {
@@ -102,9 +96,8 @@ var _ = Describe("the rollout under faults", Label("faults"), Ordered, func() {
 		// Two replicas of cmd/controller, leader-elected as deployed: only the leader starts its
 		// workers ("Starting workers" in its log).
 		dir := GinkgoT().TempDir()
-		bin := filepath.Join(dir, "controller")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/nmoverlay/nmoverlay/cmd/controller").CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		bin, err := kit.Binary("cmd/controller")
+		Expect(err).NotTo(HaveOccurred())
 		user, err := env.AddUser(envtest.User{Name: "nmoverlay-controller", Groups: []string{"system:masters"}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		kc, err := user.KubeConfig()

@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -23,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
 var (
@@ -38,23 +37,11 @@ func TestIntegration(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
-		"KUBEBUILDER_ASSETS is unset: run make test-integration (hack/envtest-assets.sh builds kube-apiserver and etcd)")
-	env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-	var err error
-	cfg, err = env.Start()
+	a, err := kit.StartAPI()
 	Expect(err).NotTo(HaveOccurred())
-	scheme, err := api.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	env, cfg, k8s = a.Env, a.Config, a.Client
+	DeferCleanup(a.Stop)
+	DeferCleanup(kit.RemoveBinaries)
 })
 
 var _ = Describe("the test API server", func() {

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -169,12 +169,6 @@ nmcli con reload`)
 	time.Sleep(200 * time.Millisecond) // let NetworkManager settle the devices
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
 // BenchmarkApplyReference: the engine's one transaction against raw nmcli (the floor),
 // netplan generate + reload + up, and the same change as four per-policy transactions,
 // on one NetworkManager, interleaved. Run with -benchtime 1x.
@@ -237,15 +231,15 @@ func BenchmarkApplyReference(b *testing.B) {
 			}
 		}
 	}
-	floor := median(times[1])
+	floor := kit.Median(times[1])
 	fmt.Printf("apply of the reference state (bridge + 2 ports, IPv4+IPv6 on 4 interfaces, 10 routes), median of %d:\n", runs)
 	for v, variant := range variants {
-		md := median(times[v])
+		md := kit.Median(times[v])
 		fmt.Printf("  %-36s %8v  %.2fx raw nmcli\n", variant.name, md.Round(time.Millisecond), float64(md)/float64(floor))
 		b.ReportMetric(float64(md.Microseconds())/1000, "ms-"+strings.Fields(strings.ReplaceAll(variant.name, ",", ""))[0]+fmt.Sprint(v))
 	}
-	b.ReportMetric(float64(median(times[0]))/float64(floor), "engine/nmcli")
-	b.ReportMetric(float64(median(times[0]))/float64(median(times[3])), "engine/per-policy")
+	b.ReportMetric(float64(kit.Median(times[0]))/float64(floor), "engine/nmcli")
+	b.ReportMetric(float64(kit.Median(times[0]))/float64(kit.Median(times[3])), "engine/per-policy")
 }
 
 // BenchmarkShow200: reading the current state of a host with 200 interfaces, against
@@ -288,7 +282,7 @@ func BenchmarkShow200(b *testing.B) {
 		}
 	}
 	fmt.Printf("Show of %d interfaces: %v per read (nmcli -t device show: %v, ratio %.2fx); heap in use %.1f MiB, process peak RSS %s\n",
-		len(s.Interfaces), per.Round(time.Millisecond), median(peer).Round(time.Millisecond), float64(per)/float64(median(peer)),
+		len(s.Interfaces), per.Round(time.Millisecond), kit.Median(peer).Round(time.Millisecond), float64(per)/float64(kit.Median(peer)),
 		float64(ms.HeapInuse)/(1<<20), rss)
-	b.ReportMetric(float64(per)/float64(median(peer)), "show/nmcli")
+	b.ReportMetric(float64(per)/float64(kit.Median(peer)), "show/nmcli")
 }

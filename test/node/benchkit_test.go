@@ -4,7 +4,6 @@ package node_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,10 +12,9 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -33,35 +31,28 @@ type benchCluster struct {
 func newBenchCluster(b *testing.B, nodes ...string) *benchCluster {
 	b.Helper()
 	ctrl.SetLogger(logr.Discard())
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Fatal("KUBEBUILDER_ASSETS is unset: run make bench")
-	}
 	c := &benchCluster{dir: b.TempDir()}
-	c.helper, c.handler, c.kubeconfig = filepath.Join(c.dir, "nm-overlay"), filepath.Join(c.dir, "handler"), filepath.Join(c.dir, "kubeconfig")
-	for pkg, out := range map[string]string{"cmd/nm-overlay": c.helper, "cmd/handler": c.handler} {
-		if err := goBuild("github.com/nmoverlay/nmoverlay/"+pkg, out); err != nil {
-			b.Fatal(err)
-		}
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
+	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
 	var err error
-	if c.cfg, err = env.Start(); err != nil {
+	b.Cleanup(func() { _ = kit.RemoveBinaries() })
+	if c.helper, err = kit.Binary("cmd/nm-overlay"); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = env.Stop() })
-	scheme, err := api.NewScheme()
+	if c.handler, err = kit.Binary("cmd/handler"); err != nil {
+		b.Fatal(err)
+	}
+	a, err := kit.StartAPI()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if c.k8s, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
-		b.Fatal(err)
-	}
+	b.Cleanup(func() { _ = a.Stop() })
+	c.cfg, c.k8s = a.Config, a.Client
 	for _, name := range nodes {
-		if err := readyNode(context.Background(), c.k8s, name); err != nil {
+		if _, err := kit.ReadyNode(context.Background(), c.k8s, name, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := fabric.Kubeconfig(env, "nmoverlay-handler", c.kubeconfig); err != nil {
+	if err := fabric.Kubeconfig(a.Env, "nmoverlay-handler", c.kubeconfig); err != nil {
 		b.Fatal(err)
 	}
 	return c

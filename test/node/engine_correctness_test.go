@@ -14,8 +14,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // Policies as administrators write them: clean-up routes by wildcard, DNS-only policies,
@@ -197,7 +200,7 @@ interfaces:
 			_, err := nm.Apply(ctx, merge(
 				`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}, ipv6: {enabled: false}}]`,
 				`dns-resolver: {config: {server: ["2001:db8:1::53"]}}`), networkmanager.ApplyOptions{Prune: true})
-			var fe *state.FieldError
+			var fe *field.Error
 			Expect(errors.As(err, &fe)).To(BeTrue(), "%v", err)
 			Expect(fe.Path).To(Equal("dns-resolver.config"))
 			Expect(fe.Reason).To(ContainSubstring("IPv6"))
@@ -205,7 +208,7 @@ interfaces:
 			conn, err := dbus.Connect(n.BusAddress())
 			Expect(err).NotTo(HaveOccurred())
 			defer conn.Close()
-			v, err := conn.Object("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager").GetProperty("org.freedesktop.NetworkManager.Checkpoints")
+			v, err := conn.Object(nmdbus.BusName, nmdbus.Path).GetProperty(nmdbus.Iface + ".Checkpoints")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(v.Value()).To(BeEmpty(), "no checkpoint was taken")
 		})

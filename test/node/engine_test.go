@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
@@ -311,9 +312,9 @@ interfaces:
 		conn, err := dbus.Connect(n.BusAddress())
 		Expect(err).NotTo(HaveOccurred())
 		defer conn.Close()
-		nmObj := conn.Object("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager")
+		nmObj := conn.Object(nmdbus.BusName, nmdbus.Path)
 		var theirs dbus.ObjectPath
-		Expect(nmObj.Call("org.freedesktop.NetworkManager.CheckpointCreate", 0, []dbus.ObjectPath{}, uint32(300), uint32(0)).Store(&theirs)).To(Succeed())
+		Expect(nmObj.Call(nmdbus.Iface+".CheckpointCreate", 0, []dbus.ObjectPath{}, uint32(300), uint32(0)).Store(&theirs)).To(Succeed())
 		mustRun(n, "nmcli", "con", "add", "type", "bridge", "con-name", "br-theirs", "ifname", "br-theirs", "ipv4.method", "disabled", "ipv6.method", "disabled")
 
 		opts := networkmanager.ApplyOptions{CheckpointRecord: filepath.Join(GinkgoT().TempDir(), "checkpoint.json")}
@@ -323,7 +324,7 @@ interfaces:
 		Expect(busy.Path).To(Equal(theirs))
 		Expect(ip("-4", "addr", "show", "eth1")).NotTo(ContainSubstring("192.0.2.8"), "applied while another tool's transaction was open")
 
-		Expect(nmObj.Call("org.freedesktop.NetworkManager.CheckpointDestroy", 0, theirs).Err).To(Succeed())
+		Expect(nmObj.Call(nmdbus.Iface+".CheckpointDestroy", 0, theirs).Err).To(Succeed())
 		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())

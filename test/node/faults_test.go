@@ -20,6 +20,7 @@ import (
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
 )
 
 // The fault tier (make test-faults): each fault injected for real on a node-tier node
@@ -80,7 +81,7 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		return conn
 	}
 	nmObj := func(conn *dbus.Conn) dbus.BusObject {
-		return conn.Object("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager")
+		return conn.Object(nmdbus.BusName, nmdbus.Path)
 	}
 	checkpoints := func() []dbus.ObjectPath {
 		conn, err := dbus.Connect(n.BusAddress())
@@ -88,7 +89,7 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 			return []dbus.ObjectPath{"<no bus>"}
 		}
 		defer conn.Close()
-		v, err := nmObj(conn).GetProperty("org.freedesktop.NetworkManager.Checkpoints")
+		v, err := nmObj(conn).GetProperty(nmdbus.Iface + ".Checkpoints")
 		if err != nil {
 			return []dbus.ObjectPath{"<NetworkManager not answering>"}
 		}
@@ -196,8 +197,8 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		conn := bus()
 		defer conn.Close()
 		var theirs dbus.ObjectPath
-		Expect(nmObj(conn).Call("org.freedesktop.NetworkManager.CheckpointCreate", 0, []dbus.ObjectPath{}, uint32(300), uint32(0)).Store(&theirs)).To(Succeed())
-		DeferCleanup(func() { _ = nmObj(conn).Call("org.freedesktop.NetworkManager.CheckpointDestroy", 0, theirs).Err })
+		Expect(nmObj(conn).Call(nmdbus.Iface+".CheckpointCreate", 0, []dbus.ObjectPath{}, uint32(300), uint32(0)).Store(&theirs)).To(Succeed())
+		DeferCleanup(func() { _ = nmObj(conn).Call(nmdbus.Iface+".CheckpointDestroy", 0, theirs).Err })
 		// Their change inside their transaction.
 		_, err := n.Run(ctx, "nmcli", "con", "add", "type", "bridge", "con-name", "br-tool", "ifname", "br-tool",
 			"ipv4.method", "disabled", "ipv6.method", "disabled")
@@ -209,7 +210,7 @@ var _ = Describe("faults", Label("faults"), Ordered, func() {
 		Consistently(checkpoints, "3s").Should(Equal([]dbus.ObjectPath{theirs}), "their checkpoint was touched")
 
 		// They commit; the handler goes on.
-		Expect(nmObj(conn).Call("org.freedesktop.NetworkManager.CheckpointDestroy", 0, theirs).Err).To(Succeed())
+		Expect(nmObj(conn).Call(nmdbus.Iface+".CheckpointDestroy", 0, theirs).Err).To(Succeed())
 		Eventually(enactment("waits"), "20s").Should(HavePrefix("Available"))
 		out, err := n.Run(ctx, "nmcli", "-g", "connection.id", "con", "show", "br-tool")
 		Expect(err).NotTo(HaveOccurred(), "their bridge is gone")

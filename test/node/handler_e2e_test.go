@@ -13,11 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
 // The handler against a real NetworkManager on an overlay node and a real API server: a
@@ -40,7 +40,7 @@ var _ = Describe("the handler on a real node", Ordered, func() {
 	enactment := func(policy string) func() string {
 		return func() string {
 			e := &v1beta1.NodeNetworkConfigurationEnactment{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: "e2e." + policy}, e); err != nil {
+			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey("e2e", policy)}, e); err != nil {
 				return "<none>"
 			}
 			for _, c := range e.Status.Conditions {
@@ -62,16 +62,12 @@ var _ = Describe("the handler on a real node", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-node")
-		env = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
+		a, err := kit.StartAPI()
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-		scheme, err := api.NewScheme()
+		DeferCleanup(a.Stop)
+		env, k8s = a.Env, a.Client
+		_, err = kit.ReadyNode(ctx, k8s, "e2e", nil)
 		Expect(err).NotTo(HaveOccurred())
-		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(readyNode(ctx, k8s, "e2e")).To(Succeed())
 		n, err = newOverlayNode("e2e", helper, nil)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(n.close)

@@ -221,7 +221,8 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		Expect(bootNode()).To(Equal(0))
 		Expect(nmcli("-g", "NAME", "connection", "show")).NotTo(ContainSubstring("eph2"))
 		Expect(waitForAddress(n, "veth0", "192.0.2.10/24")).To(Succeed())
-		Expect(verify().OK).To(BeTrue())
+		r := verify()
+		Expect(r.OK).To(BeTrue(), r.Reason())
 	})
 
 	It("keeps the engine's profiles in the tmpfs layer, marked as owned", func() {
@@ -278,7 +279,7 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		r := verify()
 		Expect(r.OK).To(BeFalse())
-		Expect(checkNamed(r, overlay.CheckMounted).OK).To(BeTrue())
+		Expect(checkNamed(r, overlay.CheckMounted).OK).To(BeTrue(), r.Reason())
 		Expect(checkNamed(r, overlay.CheckLayers)).To(SatisfyAll(
 			HaveField("OK", BeFalse()), HaveField("Detail", ContainSubstring(`lowerdir="`+other+`"`))))
 		// reset refuses to empty layers of an overlay it does not recognise

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,16 +193,6 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 	return func() error { cancel(); return <-done }, nil
 }
 
-// readyNode creates a Node object that is Ready, as the kubelet would report it.
-func readyNode(ctx context.Context, k8s client.Client, name string) error {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k8s.Create(ctx, n); err != nil {
-		return err
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-	return k8s.Status().Update(ctx, n)
-}
-
 // reachesAPI: a TCP connection from inside the node to the API server across the fabric.
 func (o *overlayNode) reachesAPI() error {
 	_, err := o.Run(context.Background(), "bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(fabric.APIAddr, ":", "/", 1))
@@ -253,14 +241,4 @@ func (o *overlayNode) handlerMetric(sample string) (float64, error) {
 		}
 	}
 	return 0, nil // not observed yet
-}
-
-// goBuild builds pkg into out as make build does (static, stripped).
-func goBuild(pkg, out string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %v: %s", pkg, err, b)
-	}
-	return nil
 }

@@ -12,13 +12,12 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -46,21 +45,19 @@ func newProcessNode(name string, args ...string) *processNode {
 // namespaces exist, with the fabric's name (more NICs cabled to it).
 func newProcessNodeWith(name string, extra func(n *nmhost.Node, fabric string) error, args ...string) *processNode {
 	GinkgoHelper()
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-node")
 	dir := GinkgoT().TempDir()
-	p := &processNode{name: name, args: args, bin: filepath.Join(dir, "handler"),
-		kubeconfig: filepath.Join(dir, "kubeconfig"), log: filepath.Join(dir, "handler.log")}
-	Expect(goBuild("github.com/nmoverlay/nmoverlay/cmd/handler", p.bin)).To(Succeed())
+	p := &processNode{name: name, args: args, kubeconfig: filepath.Join(dir, "kubeconfig"), log: filepath.Join(dir, "handler.log")}
+	var err error
+	p.bin, err = kit.Binary("cmd/handler")
+	Expect(err).NotTo(HaveOccurred())
 
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	a, err := kit.StartAPI()
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	scheme, err := api.NewScheme()
+	DeferCleanup(a.Stop)
+	cfg, env := a.Config, a.Env
+	p.k8s = a.Client
+	_, err = kit.ReadyNode(context.Background(), p.k8s, name, nil)
 	Expect(err).NotTo(HaveOccurred())
-	p.k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(readyNode(context.Background(), p.k8s, name)).To(Succeed())
 	Expect(fabric.Kubeconfig(env, "nmoverlay-handler", p.kubeconfig)).To(Succeed())
 
 	var boot func(*nmhost.Node) error

@@ -19,6 +19,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -127,7 +128,7 @@ func BenchmarkRebootReconvergence(b *testing.B) {
 			peer = append(peer, peerRun())
 		}
 	}
-	o, p := median(ours), median(peer)
+	o, p := kit.Median(ours), kit.Median(peer)
 	fmt.Printf("reboot re-convergence, 50 policies on one node (10 mis-ordered dependencies), real NetworkManager, median of %d:\n", len(ours))
 	fmt.Printf("  handler, one pass in dependency order   %8v\n", o.Round(time.Millisecond))
 	fmt.Printf("  per policy, in name order               %8v  (handler: %.2fx; %d policies failed first and were retried)\n",
@@ -218,11 +219,11 @@ func perPolicy(ctx context.Context, n *overlayNode, k8s client.Client, cfg *rest
 
 func peerEnactment(ctx context.Context, k8s client.Client, nodeName, policy string) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
 	e := &v1beta1.NodeNetworkConfigurationEnactment{}
-	err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + "." + policy}, e)
+	err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e)
 	if err == nil {
 		return e, nil
 	}
-	e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "." + policy,
+	e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey(nodeName, policy),
 		Labels: map[string]string{shared.NodeLabel: nodeName, shared.PolicyLabel: policy}}}
 	return e, k8s.Create(ctx, e)
 }

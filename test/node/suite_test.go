@@ -7,11 +7,12 @@ package node_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
 var helper string // the nm-overlay binary under test
@@ -27,8 +28,8 @@ var _ = BeforeSuite(func() {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
-	dir := GinkgoT().TempDir()
-	helper = filepath.Join(dir, "nm-overlay")
-	out, err := exec.Command("go", "build", "-o", helper, "github.com/nmoverlay/nmoverlay/cmd/nm-overlay").CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	var err error
+	helper, err = kit.Binary("cmd/nm-overlay")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kit.RemoveBinaries)
 })

@@ -1,4 +1,4 @@
-package overlay
+package nmdbus
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 
 // No bus yet is the helper's normal case before NetworkManager starts; a bus that does
 // not answer properly must be an error, never "NetworkManager is not running".
-func TestConnectNMTellsMissingFromBroken(t *testing.T) {
+func TestConnectIfRunningTellsMissingFromBroken(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+filepath.Join(dir, "absent.sock"))
-	if nm, err := ConnectNM(context.Background()); nm != nil || err != nil {
+	if nm, err := ConnectIfRunning(context.Background()); nm != nil || err != nil {
 		t.Fatalf("no bus socket: got %v, %v; want nil, nil", nm, err)
 	}
 
@@ -32,7 +32,7 @@ func TestConnectNMTellsMissingFromBroken(t *testing.T) {
 		}
 	}()
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+sock)
-	nm, err := ConnectNM(context.Background())
+	nm, err := ConnectIfRunning(context.Background())
 	if err == nil {
 		t.Fatalf("a bus that hangs up: got %v, nil; want an error", nm)
 	}
