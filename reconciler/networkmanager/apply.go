@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/godbus/dbus/v5"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 
@@ -427,7 +428,7 @@ func activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
 // their activation objects.
 func (c *Client) waitActivated(ctx context.Context, targets []activation, deadline time.Time, timeout time.Duration) error {
 	pending := targets
-	for {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var still []activation
 		for _, t := range pending {
 			done, failed := c.activated(ctx, t)
@@ -438,17 +439,17 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 				// activates such a profile again, once; so does the engine.
 				t.retried = true
 				if err := c.activate(ctx, &t); err != nil {
-					return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s; activating again: %v", t.name, failed, err)}
+					return false, &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s; activating again: %v", t.name, failed, err)}
 				}
 				still = append(still, t)
 			case failed != "":
-				return &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed twice: %s", t.name, failed)}
+				return false, &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed twice: %s", t.name, failed)}
 			case !done:
 				still = append(still, t)
 			}
 		}
 		if pending = still; len(pending) == 0 {
-			return nil
+			return true, nil
 		}
 		if time.Now().After(deadline) {
 			var why, names []string
@@ -456,14 +457,10 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 				why = append(why, t.name+" ("+c.deviceStateText(ctx, t.name)+")")
 				names = append(names, t.name)
 			}
-			return &activationError{interfaces: names, msg: fmt.Sprintf("not activated within %s: %s", timeout, strings.Join(why, ", "))}
+			return false, &activationError{interfaces: names, msg: fmt.Sprintf("not activated within %s: %s", timeout, strings.Join(why, ", "))}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return false, nil
+	})
 }
 
 // activated: whether t's interface runs t's profile; failed says why it never will.

@@ -8,8 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Probe is one connectivity check.
@@ -91,25 +94,21 @@ func (s Set) Verify(ctx context.Context, probes []Probe) error {
 func poll(ctx context.Context, p Probe, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	pause := 25 * time.Millisecond
 	var last error
-	for {
+	pauses := wait.Backoff{Duration: 25 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
+	err := pauses.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
 		attempt, cancelAttempt := context.WithTimeout(ctx, 2*time.Second)
+		defer cancelAttempt()
 		last = p.Check(attempt)
-		cancelAttempt()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%w (still failing after %s)", last, d)
-			}
-			return ctx.Err()
-		case <-time.After(pause):
-		}
-		if pause *= 2; pause > time.Second {
-			pause = time.Second
-		}
+		return last == nil, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && last != nil:
+		return fmt.Errorf("%w (still failing after %s)", last, d)
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
+	return err
 }

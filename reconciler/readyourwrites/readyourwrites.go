@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -57,12 +58,11 @@ func (w *Writes) Await(ctx context.Context, cache client.Reader) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	for _, want := range pending {
-		for !observed(ctx, cache, want) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
+		err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			return observed(ctx, cache, want), nil
+		})
+		if err != nil {
+			return // Timeout: the next pass decides on what it reads
 		}
 	}
 }

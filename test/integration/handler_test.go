@@ -5,6 +5,9 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"regexp"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -21,6 +25,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/simnode"
 )
 
@@ -78,195 +83,282 @@ func policy(name string, selector map[string]string, desired string) *nmstatev1.
 	return p
 }
 
-var _ = Describe("the per-node handler", Ordered, func() {
-	ctx := context.Background()
-	worker := map[string]string{"role": "worker"}
-	var nodes []*simnode.Node
+// world is one spec's own cluster part: simulated nodes (the real handler and reporter, a
+// recording engine) whose names and labels no other spec uses, and the spec's policies,
+// named after it. Specs set up their own world, so they run in any order.
+type world struct {
+	id    string
+	nodes []*simnode.Node
+	// sel selects every node of the world.
+	sel map[string]string
+}
 
-	BeforeAll(func() {
-		DeferCleanup(func() {
-			for _, n := range nodes {
-				Expect(n.Stop()).To(Succeed())
-			}
-		})
-		for i, name := range []string{"node-a", "node-b", "node-c"} {
-			labels := map[string]string{"kubernetes.io/hostname": name}
-			if i < 2 {
-				labels["role"] = "worker"
-			}
-			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})).To(Succeed())
-			n := simnode.New(name, cfg, k8s.Scheme())
-			Expect(n.Start()).To(Succeed())
-			nodes = append(nodes, n)
+var worlds int
+
+// newWorld starts n Ready nodes named <id>-a, <id>-b, ... labelled world=<id> and
+// kubernetes.io/hostname=<name>; labels add more to the node of that index. The nodes stop
+// and the world's policies go when the spec ends.
+func newWorld(n int, labels ...map[string]string) *world {
+	GinkgoHelper()
+	worlds++
+	w := &world{id: fmt.Sprintf("w%d", worlds)}
+	w.sel = map[string]string{"world": w.id}
+	DeferCleanup(w.close)
+	for i := range n {
+		name := fmt.Sprintf("%s-%c", w.id, 'a'+i)
+		l := map[string]string{"world": w.id, "kubernetes.io/hostname": name}
+		if i < len(labels) {
+			maps.Copy(l, labels[i])
 		}
-	})
+		_, err := kit.ReadyNode(context.Background(), k8s, name, l)
+		Expect(err).NotTo(HaveOccurred())
+		sn := simnode.New(name, cfg, k8s.Scheme())
+		Expect(sn.Start()).To(Succeed())
+		w.nodes = append(w.nodes, sn)
+	}
+	return w
+}
+
+func (w *world) close() {
+	for _, n := range w.nodes {
+		Expect(n.Stop()).To(Succeed())
+	}
+	list := &nmstatev1.NodeNetworkConfigurationPolicyList{}
+	Expect(k8s.List(context.Background(), list)).To(Succeed())
+	for i := range list.Items {
+		if strings.HasPrefix(list.Items[i].Name, w.id+"-") {
+			Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), &list.Items[i]))).To(Succeed())
+		}
+	}
+}
+
+// node is the world's i-th node's name; on selects it alone.
+func (w *world) node(i int) string { return w.nodes[i].Name }
+
+func (w *world) on(i int) map[string]string {
+	return map[string]string{"kubernetes.io/hostname": w.node(i)}
+}
+
+// policy creates the world's policy <id>-<name> and returns its name.
+func (w *world) policy(name string, selector map[string]string, desired string) string {
+	GinkgoHelper()
+	p := policy(w.id+"-"+name, selector, desired)
+	Expect(k8s.Create(context.Background(), p)).To(Succeed())
+	return p.Name
+}
+
+func deletePolicy(name string) {
+	GinkgoHelper()
+	Expect(k8s.Delete(context.Background(), policy(name, nil, ""))).To(Succeed())
+}
+
+const (
+	bridgeState = `{"interfaces":[{"name":"br1","type":"linux-bridge","bridge":{"port":[{"name":"eth1"}]}}]}`
+	// cutState breaks the simulated nodes' gateway probe (simnode.Engine.GatewayProbe).
+	cutState = `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`
+	// brokenState never converges on the simulated nodes.
+	brokenState = `{"interfaces":[{"name":"broken0","type":"dummy"}]}`
+)
+
+func available(msg string) OmegaMatcher {
+	return HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, msg)
+}
+
+func failing(msg string) OmegaMatcher {
+	return HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, msg)
+}
+
+var _ = Describe("the per-node handler", func() {
+	ctx := context.Background()
 
 	It("applies a policy on the nodes it selects and reports one enactment each", func() {
-		Expect(k8s.Create(ctx, policy("br1", worker, `{"interfaces":[{"name":"br1","type":"linux-bridge","bridge":{"port":[{"name":"eth1"}]}}]}`))).To(Succeed())
-		for _, n := range nodes[:2] {
-			Eventually(enactment(n.Name, "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-1"))
+		w := newWorld(3, map[string]string{"role": "worker"}, map[string]string{"role": "worker"})
+		br1 := w.policy("br1", map[string]string{"world": w.id, "role": "worker"}, bridgeState)
+		for _, n := range w.nodes[:2] {
+			Eventually(enactment(n.Name, br1), "10s").Should(available("boot-1"))
 			applied, _ := n.Engine.Last()
 			Expect(ifaceNames(applied)).To(ContainElement("br1"))
 		}
-		e := enactment("node-a", "br1")()
-		Expect(e.Labels).To(Equal(map[string]string{shared.NodeLabel: "node-a", shared.PolicyLabel: "br1"}))
+		e := enactment(w.node(0), br1)()
+		Expect(e.Labels).To(Equal(map[string]string{shared.NodeLabel: w.node(0), shared.PolicyLabel: br1}))
 		Expect(e.OwnerReferences).To(ContainElement(HaveField("Kind", "Node")))
 		Expect(e.Status.BootID).To(Equal("boot-1"))
-		Consistently(enactment("node-c", "br1"), "1s").Should(BeNil(), "node-c is not selected")
+		Consistently(enactment(w.node(2), br1), "1s").Should(BeNil(), "the third node is not selected")
 	})
 
 	It("fails an invalid policy alone, naming the field, and applies the others", func() {
-		Expect(k8s.Create(ctx, policy("bad-vlan", worker, `{"interfaces":[{"name":"v1","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "bad-vlan"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
-			"interfaces[0].vlan.id: 5000 is out of range 1..4094"))
-		applied, _ := nodes[0].Engine.Last()
-		Expect(ifaceNames(applied)).NotTo(ContainElement("v1"))
-		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		w := newWorld(1)
+		br1 := w.policy("br1", w.sel, bridgeState)
+		bad := w.policy("bad-vlan", w.sel, `{"interfaces":[{"name":"v1","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`)
+		Eventually(enactment(w.node(0), bad), "10s").Should(failing("interfaces[0].vlan.id: 5000 is out of range 1..4094"))
+		Eventually(enactment(w.node(0), br1), "10s").Should(available(""))
+		applied, _ := w.nodes[0].Engine.Last()
+		Expect(ifaceNames(applied)).To(SatisfyAll(ContainElement("br1"), Not(ContainElement("v1"))))
 	})
 
 	It("tells operators on the policy what failed on each node, and leaves success to the controller", func() {
-		Eventually(func() []string { return policyEvents("bad-vlan") }, "10s").Should(ContainElement(
-			ContainSubstring("Warning FailedToConfigure node node-a: spec.desiredState: interfaces[0].vlan.id: 5000 is out of range")))
-		Consistently(func() []string { return policyEvents("br1") }, "1s").Should(BeEmpty(),
+		w := newWorld(1)
+		br1 := w.policy("br1", w.sel, bridgeState)
+		bad := w.policy("bad-vlan", w.sel, `{"interfaces":[{"name":"v1","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`)
+		Eventually(enactment(w.node(0), br1), "10s").Should(available(""))
+		Eventually(func() []string { return policyEvents(bad) }, "10s").Should(ContainElement(
+			ContainSubstring("Warning FailedToConfigure node " + w.node(0) + ": spec.desiredState: interfaces[0].vlan.id: 5000 is out of range")))
+		Consistently(func() []string { return policyEvents(br1) }, "1s").Should(BeEmpty(),
 			"no event per node for a success: the controller tells it once per policy")
 	})
 
 	It("fails two conflicting policies, each naming the other", func() {
-		Expect(k8s.Create(ctx, policy("mtu-9000", worker, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":9000}]}`))).To(Succeed())
-		Expect(k8s.Create(ctx, policy("mtu-1500", worker, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":1500}]}`))).To(Succeed())
-		Eventually(enactment("node-b", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, `"mtu-1500"`))
-		Eventually(enactment("node-b", "mtu-1500"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, `"mtu-9000"`))
-		Expect(k8s.Delete(ctx, policy("mtu-1500", nil, ""))).To(Succeed())
-		Eventually(enactment("node-b", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
-		Eventually(enactment("node-b", "mtu-1500"), "10s").Should(BeNil(), "a deleted policy's enactment goes")
+		w := newWorld(1)
+		mtu9000 := w.policy("mtu-9000", w.sel, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":9000}]}`)
+		mtu1500 := w.policy("mtu-1500", w.sel, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":1500}]}`)
+		Eventually(enactment(w.node(0), mtu9000), "10s").Should(failing(`"` + mtu1500 + `"`))
+		Eventually(enactment(w.node(0), mtu1500), "10s").Should(failing(`"` + mtu9000 + `"`))
+		deletePolicy(mtu1500)
+		Eventually(enactment(w.node(0), mtu9000), "10s").Should(available(""))
+		Eventually(enactment(w.node(0), mtu1500), "10s").Should(BeNil(), "a deleted policy's enactment goes")
 	})
 
 	It("reports a state that did not converge as failing, with the engine's reason", func() {
-		Expect(k8s.Create(ctx, policy("broken", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"broken0","type":"dummy"}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "broken"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "broken0: does not exist"))
-		Expect(k8s.Delete(ctx, policy("broken", nil, ""))).To(Succeed())
-		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		w := newWorld(1)
+		br1 := w.policy("br1", w.sel, bridgeState)
+		Eventually(enactment(w.node(0), br1), "10s").Should(available(""))
+		broken := w.policy("broken", w.on(0), brokenState)
+		Eventually(enactment(w.node(0), broken), "10s").Should(failing("broken0: does not exist"))
+		deletePolicy(broken)
+		Eventually(enactment(w.node(0), broken), "10s").Should(BeNil())
+		Expect(enactment(w.node(0), br1)()).To(available(""))
 	})
 
 	It("rolls back a change that breaks a probe, naming the probe", func() {
-		Expect(k8s.Create(ctx, policy("cut-gateway", map[string]string{"kubernetes.io/hostname": "node-a"}, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure,
-			"probe default-gateway failed: no echo reply from 192.0.2.1"))
-		Eventually(nodes[0].Engine.Rollbacks).Should(BeNumerically(">=", 1))
-		Expect(enactment("node-a", "br1")()).To(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""),
-			"the policies in effect stay in effect")
-		Expect(k8s.Delete(ctx, policy("cut-gateway", nil, ""))).To(Succeed())
-		Eventually(enactment("node-a", "cut-gateway"), "10s").Should(BeNil())
-		for _, s := range nodes[0].Engine.Committed() {
+		w := newWorld(1)
+		n := w.nodes[0]
+		br1 := w.policy("br1", w.sel, bridgeState)
+		Eventually(enactment(n.Name, br1), "10s").Should(available(""))
+		cut := w.policy("cut-gateway", w.on(0), cutState)
+		Eventually(enactment(n.Name, cut), "10s").Should(failing("probe default-gateway failed: no echo reply from 192.0.2.1"))
+		Expect(n.Engine.Rollbacks()).To(BeNumerically(">=", 1))
+		Expect(enactment(n.Name, br1)()).To(available(""), "the policies in effect stay in effect")
+		deletePolicy(cut)
+		Eventually(enactment(n.Name, cut), "10s").Should(BeNil())
+		for _, s := range n.Engine.Committed() {
 			Expect(ifaceNames(s)).NotTo(ContainElement("cutgw0"), "a change that failed its probe is never committed")
 		}
 	})
 
 	It("keeps a policy that failed out of later passes until its backoff ends", func() {
-		nodeA := map[string]string{"kubernetes.io/hostname": "node-a"}
-		rollbacks := nodes[0].Engine.Rollbacks()
-		Expect(k8s.Create(ctx, policy("cut-again", nodeA, `{"interfaces":[{"name":"cutgw0","type":"dummy"}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "cut-again"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "probe default-gateway failed"))
-		Expect(k8s.Create(ctx, policy("after-cut", nodeA, `{"interfaces":[{"name":"eth8","type":"ethernet","mtu":1300}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "after-cut"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""),
-			"a policy created after a failed one is not failed with it")
-		Consistently(nodes[0].Engine.Rollbacks, "3s").Should(Equal(rollbacks+1), "the failed change is not tried again at once")
-		applied, _ := nodes[0].Engine.Last()
+		w := newWorld(1)
+		n := w.nodes[0]
+		cut := w.policy("cut-again", w.sel, cutState)
+		Eventually(enactment(n.Name, cut), "10s").Should(failing("probe default-gateway failed"))
+		rollbacks := n.Engine.Rollbacks()
+		after := w.policy("after-cut", w.sel, `{"interfaces":[{"name":"eth8","type":"ethernet","mtu":1300}]}`)
+		Eventually(enactment(n.Name, after), "10s").Should(available(""), "a policy created after a failed one is not failed with it")
+		Consistently(n.Engine.Rollbacks, "3s").Should(Equal(rollbacks), "the failed change is not tried again at once")
+		applied, _ := n.Engine.Last()
 		Expect(ifaceNames(applied)).To(SatisfyAll(ContainElement("eth8"), Not(ContainElement("cutgw0"))))
-		for _, p := range []string{"cut-again", "after-cut"} {
-			Expect(k8s.Delete(ctx, policy(p, nil, ""))).To(Succeed())
-			Eventually(enactment("node-a", p), "10s").Should(BeNil())
-		}
 	})
 
 	It("tries a policy that did not converge again when the node's policies change, not before", func() {
-		nodeA := map[string]string{"kubernetes.io/hostname": "node-a"}
-		Expect(k8s.Create(ctx, policy("not-yet", nodeA, `{"interfaces":[{"name":"broken0","type":"dummy"}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "not-yet"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "broken0"))
-		applies := nodes[0].Engine.Applies()
-		Consistently(nodes[0].Engine.Applies, "2s").Should(Equal(applies), "no retry at once")
-		Expect(k8s.Create(ctx, policy("brings-more", nodeA, `{"interfaces":[{"name":"eth10","type":"ethernet","mtu":1280}]}`))).To(Succeed())
-		Eventually(enactment("node-a", "brings-more"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
-		Expect(nodes[0].Engine.Applies()).To(BeNumerically(">=", applies+2), "with the new policy, then without the one that still fails")
-		for _, p := range []string{"not-yet", "brings-more"} {
-			Expect(k8s.Delete(ctx, policy(p, nil, ""))).To(Succeed())
-			Eventually(enactment("node-a", p), "10s").Should(BeNil())
-		}
+		w := newWorld(1)
+		n := w.nodes[0]
+		notYet := w.policy("not-yet", w.sel, brokenState)
+		Eventually(enactment(n.Name, notYet), "10s").Should(failing("broken0"))
+		applies := n.Engine.Applies()
+		Consistently(n.Engine.Applies, "2s").Should(Equal(applies), "no retry at once")
+		more := w.policy("brings-more", w.sel, `{"interfaces":[{"name":"eth10","type":"ethernet","mtu":1280}]}`)
+		Eventually(enactment(n.Name, more), "10s").Should(available(""))
+		Expect(n.Engine.Applies()).To(BeNumerically(">=", applies+2), "with the new policy, then without the one that still fails")
 	})
 
 	It("keeps the last applied generation in effect while a new one fails", func() {
-		nodeB := map[string]string{"kubernetes.io/hostname": "node-b"}
-		p := policy("gen-keep", nodeB, `{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400}]}`)
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment("node-b", "gen-keep"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
-		Expect(string(enactment("node-b", "gen-keep")().Status.DesiredState.Raw)).To(ContainSubstring(`"mtu":1400`), "the enactment records what it applied")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+		w := newWorld(1)
+		n := w.nodes[0]
+		keep := w.policy("gen-keep", w.sel, `{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400}]}`)
+		Eventually(enactment(n.Name, keep), "10s").Should(available(""))
+		Expect(string(enactment(n.Name, keep)().Status.DesiredState.Raw)).To(ContainSubstring(`"mtu":1400`), "the enactment records what it applied")
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: keep}, p)).To(Succeed())
 		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400},{"name":"cutgw0","type":"dummy"}]}`)}
 		Expect(k8s.Update(ctx, p)).To(Succeed())
-		Eventually(enactment("node-b", "gen-keep"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "probe default-gateway failed"))
+		Eventually(enactment(n.Name, keep), "10s").Should(failing("probe default-gateway failed"))
 		// Another policy makes the node apply again: generation 1 of gen-keep stays.
-		Expect(k8s.Create(ctx, policy("gen-other", nodeB, `{"interfaces":[{"name":"eth4","type":"ethernet","mtu":1500}]}`))).To(Succeed())
-		Eventually(enactment("node-b", "gen-other"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
-		applied, _ := nodes[1].Engine.Last()
+		other := w.policy("gen-other", w.sel, `{"interfaces":[{"name":"eth4","type":"ethernet","mtu":1500}]}`)
+		Eventually(enactment(n.Name, other), "10s").Should(available(""))
+		applied, _ := n.Engine.Last()
 		Expect(ifaceNames(applied)).To(SatisfyAll(ContainElement("eth6"), ContainElement("eth4"), Not(ContainElement("cutgw0"))),
 			"eth6 is not pruned because its policy's new generation failed")
-		for _, name := range []string{"gen-keep", "gen-other"} {
-			Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed())
-			Eventually(enactment("node-b", name), "10s").Should(BeNil())
-		}
 	})
 
 	It("re-evaluates selection when a node's labels change", func() {
+		w := newWorld(1)
+		name := w.node(0)
+		br1 := w.policy("br1", map[string]string{"world": w.id, "role": "worker"}, bridgeState)
 		n := &corev1.Node{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-c"}, n)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
 		n.Labels["role"] = "worker"
 		Expect(k8s.Update(ctx, n)).To(Succeed())
-		Eventually(enactment("node-c", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Eventually(enactment(name, br1), "10s").Should(available(""))
 
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-c"}, n)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
 		delete(n.Labels, "role")
 		Expect(k8s.Update(ctx, n)).To(Succeed())
-		Eventually(enactment("node-c", "br1"), "10s").Should(BeNil())
-		Eventually(func() []string { s, _ := nodes[2].Engine.Last(); return ifaceNames(s) }, "10s").ShouldNot(ContainElement("br1"),
+		Eventually(enactment(name, br1), "10s").Should(BeNil())
+		Eventually(func() []string { s, _ := w.nodes[0].Engine.Last(); return ifaceNames(s) }, "10s").ShouldNot(ContainElement("br1"),
 			"the node goes back to its persistent configuration: the engine is given a state without br1")
 	})
 
 	It("re-applies every policy in one pass after a reboot", func() {
-		_, before := nodes[0].Engine.Last()
-		Expect(nodes[0].Reboot("boot-2")).To(Succeed())
-		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
-		Eventually(enactment("node-a", "mtu-9000"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, "boot-2"))
-		since := nodes[0].Engine.Committed()[before:]
+		w := newWorld(1)
+		n := w.nodes[0]
+		br1 := w.policy("br1", w.sel, bridgeState)
+		mtu := w.policy("mtu-9000", w.sel, `{"interfaces":[{"name":"eth2","type":"ethernet","mtu":9000}]}`)
+		for _, p := range []string{br1, mtu} {
+			Eventually(enactment(n.Name, p), "10s").Should(available("boot-1"))
+		}
+		_, before := n.Engine.Last()
+		Expect(n.Reboot("boot-2")).To(Succeed())
+		for _, p := range []string{br1, mtu} {
+			Eventually(enactment(n.Name, p), "10s").Should(available("boot-2"))
+		}
+		since := n.Engine.Committed()[before:]
 		Expect(since).To(HaveLen(1), "one transaction for the whole node")
 		Expect(ifaceNames(since[0])).To(ConsistOf("br1", "eth2"))
-		Consistently(func() int { _, n := nodes[0].Engine.Last(); return n }, "1s").Should(Equal(before+1), "nothing more to do")
+		Consistently(func() int { _, c := n.Engine.Last(); return c }, "1s").Should(Equal(before+1), "nothing more to do")
 	})
 
 	It("refuses every policy while the node's overlay is degraded", func() {
-		nodes[1].SetDegraded("upper-on-tmpfs: /run/nmoverlay/upper is not on tmpfs")
-		_, before := nodes[1].Engine.Last()
-		Expect(k8s.Create(ctx, policy("eth3-up", worker, `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up"}]}`))).To(Succeed())
-		Eventually(enactment("node-b", "eth3-up"), "10s").Should(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "overlay is degraded"))
-		Expect(enactment("node-b", "br1")()).To(HaveEnactmentCondition(shared.EnactmentFailing, shared.ReasonFailedToConfigure, "upper-on-tmpfs"))
-		_, after := nodes[1].Engine.Last()
+		w := newWorld(1)
+		n := w.nodes[0]
+		br1 := w.policy("br1", w.sel, bridgeState)
+		Eventually(enactment(n.Name, br1), "10s").Should(available(""))
+		n.SetDegraded("upper-on-tmpfs: /run/nmoverlay/upper is not on tmpfs")
+		_, before := n.Engine.Last()
+		up := w.policy("eth3-up", w.sel, `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up"}]}`)
+		Eventually(enactment(n.Name, up), "10s").Should(failing("overlay is degraded"))
+		Eventually(enactment(n.Name, br1), "10s").Should(failing("upper-on-tmpfs"))
+		_, after := n.Engine.Last()
 		Expect(after).To(Equal(before), "nothing applied")
 	})
 
 	It("waits for a rollout slot held by a ready node, and takes it when that node is not ready", func() {
-		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost", Labels: map[string]string{"rollout": "yes"}}}
-		Expect(k8s.Create(ctx, ghost)).To(Succeed())
+		w := newWorld(1)
+		name := w.node(0)
+		ghostName := w.id + "-ghost"
+		ghost, err := kit.ReadyNode(ctx, k8s, ghostName, w.sel)
+		Expect(err).NotTo(HaveOccurred())
 		setReady := func(ready corev1.ConditionStatus) {
-			Expect(k8s.Get(ctx, client.ObjectKey{Name: "ghost"}, ghost)).To(Succeed())
-			ghost.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: ghostName}, ghost)).To(Succeed())
+			kit.SetReady(ghost, ready)
 			Expect(k8s.Status().Update(ctx, ghost)).To(Succeed())
 		}
-		setReady(corev1.ConditionTrue)
+		rollout := w.id + "-rollout"
 		// The ghost node claimed the only slot of generation 1 a moment ago.
 		claim := func(generation int64, since metav1.Time) {
+			key := shared.EnactmentKey(ghostName, rollout)
 			e := &v1beta1.NodeNetworkConfigurationEnactment{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: "ghost.rollout"}, e); err != nil {
-				e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: "ghost.rollout",
-					Labels: map[string]string{shared.NodeLabel: "ghost", shared.PolicyLabel: "rollout"}}}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: key}, e); err != nil {
+				e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: key,
+					Labels: map[string]string{shared.NodeLabel: ghostName, shared.PolicyLabel: rollout}}}
 				Expect(k8s.Create(ctx, e)).To(Succeed())
 			}
 			e.Status.PolicyGeneration = generation
@@ -276,29 +368,26 @@ var _ = Describe("the per-node handler", Ordered, func() {
 		}
 		claim(1, metav1.Now())
 		one := intstr.FromInt32(1)
-		p := policy("rollout", map[string]string{"rollout": "yes"}, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1400}]}`)
+		p := policy(rollout, w.sel, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1400}]}`)
 		p.Spec.MaxUnavailable = &one
-		n := &corev1.Node{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, n)).To(Succeed())
-		n.Labels["rollout"] = "yes"
-		Expect(k8s.Update(ctx, n)).To(Succeed())
 		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment("node-a", "rollout"), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, "waiting for a rollout slot: rollout: 1 of 2 nodes may apply it at once"))
-		Consistently(enactment("node-a", "rollout"), "3s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, ""))
-		applied, _ := nodes[0].Engine.Last()
+		Eventually(enactment(name, rollout), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached,
+			"waiting for a rollout slot: "+rollout+": 1 of 2 nodes may apply it at once"))
+		Consistently(enactment(name, rollout), "3s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, ""))
+		applied, _ := w.nodes[0].Engine.Last()
 		Expect(ifaceNames(applied)).NotTo(ContainElement("eth7"), "nothing applied while waiting")
 
 		setReady(corev1.ConditionFalse) // the node holding the slot rebooted: its claim no longer counts
-		Eventually(enactment("node-a", "rollout"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Eventually(enactment(name, rollout), "10s").Should(available(""))
 
 		// Generation 2: the ghost's claim is ready but stale (a handler that died mid-apply).
 		setReady(corev1.ConditionTrue)
 		claim(2, metav1.NewTime(time.Now().Add(-10*time.Minute)))
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "rollout"}, p)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: rollout}, p)).To(Succeed())
 		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)}
 		Expect(k8s.Update(ctx, p)).To(Succeed())
 		Eventually(func() int64 {
-			e := enactment("node-a", "rollout")()
+			e := enactment(name, rollout)()
 			if e == nil || !node.IsTrue(e, shared.EnactmentAvailable, "") {
 				return 0
 			}
@@ -308,42 +397,50 @@ var _ = Describe("the per-node handler", Ordered, func() {
 
 	It("takes another name when its enactment's name is held by another node's (names with dots collide), and says so", func() {
 		// Node worker.a with policy x and node worker with policy a.x both name theirs
-		// worker.a.x: here node-c.p is already node "node-c.q"'s (its policy "p" reads "q.p").
-		theirs := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey("node-c", "p"),
-			Labels: map[string]string{shared.NodeLabel: "node-c.q", shared.PolicyLabel: "q.p"}}}
+		// worker.a.x: here <node>.<id>-p is already node "<node>.<id>-q"'s (its policy "p").
+		w := newWorld(1)
+		name := w.node(0)
+		pol := w.id + "-p"
+		theirs := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey(name, pol),
+			Labels: map[string]string{shared.NodeLabel: name + "." + w.id, shared.PolicyLabel: "p"}}}
 		Expect(k8s.Create(ctx, theirs)).To(Succeed())
-		Expect(k8s.Create(ctx, policy("p", map[string]string{"kubernetes.io/hostname": "node-c"}, `{"interfaces":[{"name":"eth5","type":"ethernet","mtu":1400}]}`))).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, theirs)).To(Succeed()) })
+		w.policy("p", w.sel, `{"interfaces":[{"name":"eth5","type":"ethernet","mtu":1400}]}`)
 		var mine v1beta1.NodeNetworkConfigurationEnactment
 		Eventually(func() string {
 			list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
-			Expect(k8s.List(ctx, list, client.MatchingLabels{shared.NodeLabel: "node-c", shared.PolicyLabel: "p"})).To(Succeed())
+			Expect(k8s.List(ctx, list, client.MatchingLabels{shared.NodeLabel: name, shared.PolicyLabel: pol})).To(Succeed())
 			if len(list.Items) != 1 {
 				return fmt.Sprintf("%d enactments", len(list.Items))
 			}
 			mine = list.Items[0]
 			return mine.Name
-		}, "10s").Should(MatchRegexp(`^node-c\.p-[a-z0-9]{8}$`))
+		}, "10s").Should(MatchRegexp(`^` + regexp.QuoteMeta(shared.EnactmentKey(name, pol)) + `-[a-z0-9]{8}$`))
 		Eventually(func() *v1beta1.NodeNetworkConfigurationEnactment {
 			e := &v1beta1.NodeNetworkConfigurationEnactment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&mine), e)).To(Succeed())
 			return e
-		}, "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
-		Eventually(func() []string { return policyEvents("p") }, "10s").Should(ContainElement(
-			ContainSubstring(`Warning EnactmentNameTaken node node-c: enactment name node-c.p is taken by node "node-c.q" (policy "q.p"); this node's enactment is ` + mine.Name)))
+		}, "10s").Should(available(""))
+		Eventually(func() []string { return policyEvents(pol) }, "10s").Should(ContainElement(
+			ContainSubstring(fmt.Sprintf(`Warning EnactmentNameTaken node %s: enactment name %s is taken by node %q (policy "p"); this node's enactment is %s`,
+				name, theirs.Name, name+"."+w.id, mine.Name))))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
 		Expect(theirs.Status.Conditions).To(BeEmpty(), "the other node's enactment was written")
-		Expect(k8s.Delete(ctx, policy("p", nil, `{}`))).To(Succeed())
-		Expect(k8s.Delete(ctx, theirs)).To(Succeed())
 	})
 
 	It("keeps working when an enactment is deleted by hand", func() {
-		e := enactment("node-a", "br1")()
+		w := newWorld(1)
+		br1 := w.policy("br1", w.sel, bridgeState)
+		Eventually(enactment(w.node(0), br1), "10s").Should(available(""))
+		e := enactment(w.node(0), br1)()
 		Expect(k8s.Delete(ctx, e)).To(Succeed())
-		Eventually(func() bool {
-			got := enactment("node-a", "br1")()
-			return got != nil && got.UID != e.UID
-		}, "10s").Should(BeTrue())
-		Eventually(enactment("node-a", "br1"), "10s").Should(HaveEnactmentCondition(shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, ""))
+		Eventually(func() types.UID {
+			if got := enactment(w.node(0), br1)(); got != nil {
+				return got.UID
+			}
+			return ""
+		}, "10s").ShouldNot(Or(BeEmpty(), Equal(e.UID)), "a new enactment")
+		Eventually(enactment(w.node(0), br1), "10s").Should(available(""))
 	})
 })
 

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Config written as /etc/NetworkManager/NetworkManager.conf: keeps NetworkManager off the
@@ -245,14 +247,13 @@ func (n *Node) NMLog() string {
 }
 
 func waitFor(d time.Duration, ok func() bool) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("timed out after %s", d)
 	}
-	return fmt.Errorf("timed out after %s", d)
+	return nil
 }
 
 // PathInNode is a host path that reaches path inside the node's mount namespace.

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ExitReboot is systemd-nspawn's exit code when the container asked for a reboot.
@@ -113,29 +115,29 @@ func (m *Machine) Boot(ctx context.Context) error {
 
 // waitInit finds the container's PID 1 (systemd, a descendant of nspawn) on the host.
 func (m *Machine) waitInit(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-m.done:
 			console := m.Console()
 			if len(console) > 2000 {
 				console = console[len(console)-2000:]
 			}
-			return fmt.Errorf("systemd-nspawn exited with %d before booting (console %s):\n%s", m.exit, m.console.Name(), console)
-		case <-ctx.Done():
-			return ctx.Err()
+			return false, fmt.Errorf("systemd-nspawn exited with %d before booting (console %s):\n%s", m.exit, m.console.Name(), console)
 		default:
 		}
 		if pid := findDescendant(m.cmd.Process.Pid, "systemd"); pid != 0 {
 			// Wait until its D-Bus API answers.
 			m.initPID = pid
 			if _, err := m.Exec(ctx, "systemctl", "show", "-p", "Version"); err == nil {
-				return nil
+				return true, nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("the container's systemd did not come up (console %s)", m.console.Name())
 	}
-	return fmt.Errorf("the container's systemd did not come up (console %s)", m.console.Name())
+	return err
 }
 
 func findDescendant(pid int, comm string) int {

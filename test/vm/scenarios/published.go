@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
@@ -102,18 +103,16 @@ func (e *Env) ApplyPublished(ctx context.Context, policy string, opts networkman
 
 // leased: the interface holds an address DHCP gave it from the subnet.
 func leased(dev, subnet string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, _ := sh("ip", "-4", "addr", "show", "dev", dev)
-		if strings.Contains(out, "inet "+subnet) && strings.Contains(out, "dynamic") {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			lease, _ := os.ReadFile("/run/lan-dnsmasq.log")
-			return fmt.Errorf("%s has no DHCP lease from %s0/24:\n%s\ndnsmasq: %s", dev, subnet, out, tailString(string(lease), 10))
-		}
-		time.Sleep(200 * time.Millisecond)
+	var out string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		out, _ = sh("ip", "-4", "addr", "show", "dev", dev)
+		return strings.Contains(out, "inet "+subnet) && strings.Contains(out, "dynamic"), nil
+	})
+	if err != nil {
+		lease, _ := os.ReadFile("/run/lan-dnsmasq.log")
+		return fmt.Errorf("%s has no DHCP lease from %s0/24:\n%s\ndnsmasq: %s", dev, subnet, out, tailString(string(lease), 10))
 	}
+	return nil
 }
 
 func tailString(s string, n int) string {
@@ -342,15 +341,15 @@ func publishedScenarios() []Scenario {
 					return err
 				}
 				// The rollback re-activates what the apply took over; DHCP takes a moment.
-				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-					after, _ := sh("ip", "-br", "-4", "addr")
-					if after == before {
-						return nil
-					}
-					if time.Now().After(deadline) {
-						return fmt.Errorf("not as before:\n%s\nwant:\n%s", after, before)
-					}
+				var after string
+				err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+					after, _ = sh("ip", "-br", "-4", "addr")
+					return after == before, nil
+				})
+				if err != nil {
+					return fmt.Errorf("not as before:\n%s\nwant:\n%s", after, before)
 				}
+				return nil
 			}})
 			continue
 		}
