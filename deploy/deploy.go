@@ -1,11 +1,11 @@
 // Package deploy is nmoverlay's cluster side as Go data: the manifests in this directory,
-// embedded, with what kustomize does to them for kustomization.yaml applied, so that one
-// binary renders them without kubectl. kubectl apply -k deploy/ remains the reference; the
-// integration tier checks that both produce the same objects.
+// embedded, rendered by kustomize's own library (what kubectl kustomize runs) for
+// kustomization.yaml, so that one binary renders them without kubectl. kubectl apply -k
+// deploy/ remains the reference; the integration tier checks that both produce the same
+// objects.
 //
-// Only the kustomization fields this package implements are accepted, and only the kinds it
-// knows the scope of: a new kustomize feature or a new kind fails Objects instead of being
-// rendered differently from kustomize.
+// Only the kinds this package knows the scope and install order of are accepted: a new kind
+// fails Objects instead of being applied out of order.
 package deploy
 
 import (
@@ -16,14 +16,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"regexp"
+	"path"
 	"slices"
-	"strings"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // kustomization.yaml is matched by *.yaml too; it is named so that it cannot go missing.
@@ -46,40 +51,42 @@ type Options struct {
 	Image string
 }
 
-// Error is a validation error naming the option's field, e.g. "image".
-type Error struct {
-	Field  string
-	Reason string
-}
-
-func (e *Error) Error() string { return e.Field + ": " + e.Reason }
-
-// An image reference in the grammar container runtimes parse (the distribution reference):
-// an optional registry host[:port]/, lowercase path components joined by slashes, an
-// optional :tag and an optional @algorithm:hex digest.
-var (
-	label      = `[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?`
-	registry   = `(?:(?:localhost|\[[0-9a-fA-F:]+\]|` + label + `(?:\.` + label + `)+)(?::[0-9]+)?|` + label + `:[0-9]+)/`
-	component  = `[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`
-	tag        = `:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}`
-	digest     = `@[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-f]{32,}`
-	imageRef   = regexp.MustCompile(`^(?:` + registry + `)?` + component + `(?:/` + component + `)*(?:` + tag + `)?(?:` + digest + `)?$`)
-	sha256Hash = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
-)
-
 // ValidateImage checks an image reference, e.g. registry.example/nmoverlay:v1 or
 // registry.example/nmoverlay@sha256:<64 hex digits>.
 func ValidateImage(ref string) error {
+	_, err := imageEntry(ref)
+	return err
+}
+
+// imageEntry is the images: entry `kustomize edit set image nmoverlay=ref` writes: ref's
+// name as written, its tag and its digest.
+func imageEntry(ref string) (types.Image, error) {
 	const want = "name[:tag][@digest], e.g. quay.io/nmoverlay/nmoverlay:v1"
-	switch {
-	case ref == "":
-		return &Error{"image", "must not be empty: want " + want}
-	case len(ref) > 512 || !imageRef.MatchString(ref):
-		return &Error{"image", fmt.Sprintf("%q is not an image reference: want %s", ref, want)}
-	case strings.Contains(ref, "@sha256:") && !sha256Hash.MatchString(ref):
-		return &Error{"image", fmt.Sprintf("%q: a sha256 digest has 64 hex digits", ref)}
+	if ref == "" {
+		return types.Image{}, &field.Error{Path: "image", Reason: "must not be empty: want " + want}
 	}
-	return nil
+	// ParseNormalizedNamed reads ref as container runtimes do: what it refuses, no node can
+	// pull. Parse then keeps the name as written, where the former would prefix
+	// docker.io/library/.
+	_, err := reference.ParseNormalizedNamed(ref)
+	var r reference.Reference
+	if err == nil {
+		r, err = reference.Parse(ref)
+	}
+	if err != nil {
+		return types.Image{}, &field.Error{Path: "image", Reason: fmt.Sprintf("%q is not an image reference (%v): want %s", ref, err, want)}
+	}
+	img := types.Image{Name: ImageName}
+	if n, ok := r.(reference.Named); ok {
+		img.NewName = n.Name()
+	}
+	if t, ok := r.(reference.Tagged); ok {
+		img.NewTag = t.Tag()
+	}
+	if d, ok := r.(reference.Digested); ok {
+		img.Digest = d.Digest().String()
+	}
+	return img, nil
 }
 
 // Validate checks the options.
@@ -99,9 +106,10 @@ type kindInfo struct {
 	stage int
 }
 
-// kinds are the kinds the manifests use. Objects rejects any other: its scope would be a guess.
-// (kustomize guesses "namespaced" for a kind its built-in Kubernetes 1.21 schema lacks, and
-// so sets metadata.namespace on ValidatingAdmissionPolicy(Binding); the API server drops it.)
+// kinds are the kinds the manifests use. Objects rejects any other: its stage would be a
+// guess. kustomize guesses "namespaced" for a kind its built-in Kubernetes 1.21 schema lacks,
+// and so sets metadata.namespace on ValidatingAdmissionPolicy(Binding); the API server drops
+// it, and Objects removes it from every kind namespaced is false for.
 var kinds = map[schema.GroupKind]kindInfo{
 	{Kind: "Namespace"}: {stage: 0},
 	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: {stage: 1},
@@ -114,23 +122,6 @@ var kinds = map[schema.GroupKind]kindInfo{
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: {stage: 5},
 	{Group: "apps", Kind: "DaemonSet"}:                                                {namespaced: true, stage: 6},
 	{Group: "apps", Kind: "Deployment"}:                                               {namespaced: true, stage: 6},
-}
-
-// kustomization is the subset of kustomize's Kustomization this package implements. It is
-// parsed strictly: any other field is an error rather than silently ignored.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace"`
-	Resources  []string `json:"resources"`
-	Images     []image  `json:"images"`
-}
-
-type image struct {
-	Name    string `json:"name"`
-	NewName string `json:"newName"`
-	NewTag  string `json:"newTag"`
-	Digest  string `json:"digest"`
 }
 
 // Objects returns every object the kustomization lists, transformed as kustomize does, in
@@ -162,21 +153,36 @@ func Marshal(objs []*unstructured.Unstructured) ([]byte, error) {
 	return out, nil
 }
 
-// ObjectsFrom is Objects for the kustomization.yaml at the root of fsys, which must stay
-// within what this package implements; tests compare it with kustomize on other inputs.
+// ObjectsFrom is Objects for the kustomization.yaml at the root of fsys, with everything it
+// refers to in fsys; tests compare it with kustomize on other inputs.
 func ObjectsFrom(fsys fs.FS, opts Options) ([]*unstructured.Unstructured, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	k, err := readKustomization(fsys)
+	// kustomize reads its own filesystem type: copy fsys into memory, where the image
+	// override can also be written without touching fsys.
+	mem := filesys.MakeFsInMemory()
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		return mem.WriteFile(path.Join("/", p), b)
+	})
 	if err != nil {
 		return nil, err
 	}
-	images := k.Images
 	if opts.Image != "" {
-		name, tag, digest := splitImage(opts.Image)
-		override := image{Name: ImageName, NewName: name, NewTag: tag, Digest: digest}
-		images = append(slices.DeleteFunc(slices.Clone(images), func(i image) bool { return i.Name == ImageName }), override)
+		if err := setImage(mem, opts.Image); err != nil {
+			return nil, err
+		}
+	}
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/")
+	if err != nil {
+		return nil, err
 	}
 
 	type staged struct {
@@ -184,35 +190,27 @@ func ObjectsFrom(fsys fs.FS, opts Options) ([]*unstructured.Unstructured, error)
 		stage int
 	}
 	var all []staged
-	seen := map[string]string{}
-	for _, res := range k.Resources {
-		objs, err := readObjects(fsys, res)
+	for _, r := range resources.Resources() {
+		// Through JSON, as Decode reads kubectl kustomize's output: the same Go types.
+		j, err := r.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s %q: %w", r.GetKind(), r.GetName(), err)
 		}
-		for _, o := range objs {
-			gk := o.GroupVersionKind().GroupKind()
-			info, ok := kinds[gk]
-			if !ok {
-				return nil, fmt.Errorf("%s: %s %q: kind %s is not known to package deploy (add it to its kinds table)", res, o.GetKind(), o.GetName(), gk)
-			}
-			if err := setNamespace(o, gk, info, k.Namespace); err != nil {
-				return nil, fmt.Errorf("%s: %s %q: %w", res, o.GetKind(), o.GetName(), err)
-			}
-			if gk.Kind != "CustomResourceDefinition" { // kustomize leaves CRDs' schemas alone
-				for _, img := range images {
-					setImage(o.Object, img)
-				}
-			}
-			id := gk.String() + " " + o.GetNamespace() + "/" + o.GetName()
-			if prev, dup := seen[id]; dup {
-				return nil, fmt.Errorf("%s: %s is also in %s", res, id, prev)
-			}
-			seen[id] = res
-			all = append(all, staged{o, info.stage})
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", r.GetKind(), r.GetName(), err)
 		}
+		gk := o.GroupVersionKind().GroupKind()
+		info, ok := kinds[gk]
+		if !ok {
+			return nil, fmt.Errorf("%s %q: kind %s is not known to package deploy (add it to its kinds table)", o.GetKind(), o.GetName(), gk)
+		}
+		if !info.namespaced {
+			o.SetNamespace("")
+		}
+		all = append(all, staged{o, info.stage})
 	}
-	// Stable: within a stage, the kustomization's order.
+	// Stable: within a stage, kustomize's order, which is the kustomization's.
 	slices.SortStableFunc(all, func(a, b staged) int { return a.stage - b.stage })
 	out := make([]*unstructured.Unstructured, len(all))
 	for i, s := range all {
@@ -221,38 +219,27 @@ func ObjectsFrom(fsys fs.FS, opts Options) ([]*unstructured.Unstructured, error)
 	return out, nil
 }
 
-func readKustomization(fsys fs.FS) (*kustomization, error) {
-	b, err := fs.ReadFile(fsys, KustomizationFile)
+// setImage rewrites the kustomization in fsys as `kustomize edit set image nmoverlay=ref`
+// does: read and fixed up as kustomize reads it, the images: entry for ImageName replaced.
+func setImage(fsys filesys.FileSystem, ref string) error {
+	img, err := imageEntry(ref)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	k := &kustomization{}
-	if err := yaml.UnmarshalStrict(b, k); err != nil {
-		return nil, fmt.Errorf("%s: %w (package deploy implements namespace, resources and images only)", KustomizationFile, err)
-	}
-	if k.Kind != "Kustomization" {
-		return nil, fmt.Errorf("%s: kind %q, want Kustomization", KustomizationFile, k.Kind)
-	}
-	for i, img := range k.Images {
-		if img.Name == "" {
-			return nil, fmt.Errorf("%s: images[%d]: no name", KustomizationFile, i)
-		}
-	}
-	return k, nil
-}
-
-// readObjects parses one resource file of the kustomization.
-func readObjects(fsys fs.FS, res string) ([]*unstructured.Unstructured, error) {
-	b, err := fs.ReadFile(fsys, res)
+	b, err := fsys.ReadFile(KustomizationFile)
 	if err != nil {
-		// Directories, remote bases and files outside the embed patterns land here.
-		return nil, fmt.Errorf("resource %s: %w (package deploy reads embedded files only)", res, err)
+		return err
 	}
-	objs, err := Decode(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", res, err)
+	var k types.Kustomization
+	if err := k.Unmarshal(b); err != nil {
+		return fmt.Errorf("%s: %w", KustomizationFile, err)
 	}
-	return objs, nil
+	k.FixKustomization()
+	k.Images = append(slices.DeleteFunc(k.Images, func(i types.Image) bool { return i.Name == ImageName }), img)
+	if b, err = yaml.Marshal(&k); err != nil {
+		return fmt.Errorf("%s: %w", KustomizationFile, err)
+	}
+	return fsys.WriteFile(KustomizationFile, b)
 }
 
 // Decode parses a multi-document YAML stream (a manifest file, Render's output, kubectl
@@ -285,115 +272,4 @@ func Decode(b []byte) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, o)
 	}
-}
-
-// setNamespace is kustomize's namespace transformer for the kinds above: metadata.namespace
-// of namespaced objects; the name of a v1 Namespace (kustomize renames it to the
-// kustomization's namespace); role binding subjects named "default" (its defaultOnly mode;
-// other subjects keep the namespace they name); a CRD's conversion webhook service.
-func setNamespace(o *unstructured.Unstructured, gk schema.GroupKind, info kindInfo, ns string) error {
-	if ns == "" {
-		return nil
-	}
-	if info.namespaced {
-		o.SetNamespace(ns)
-	}
-	switch {
-	case gk.Kind == "Namespace" && o.GetAPIVersion() == "v1":
-		o.SetName(ns)
-	case gk.Group == "rbac.authorization.k8s.io" && (gk.Kind == "RoleBinding" || gk.Kind == "ClusterRoleBinding"):
-		subjects, _, err := unstructured.NestedSlice(o.Object, "subjects")
-		if err != nil {
-			return err
-		}
-		for _, s := range subjects {
-			if m, ok := s.(map[string]any); ok && m["name"] == "default" {
-				m["namespace"] = ns
-			}
-		}
-		if subjects != nil {
-			return unstructured.SetNestedSlice(o.Object, subjects, "subjects")
-		}
-	case gk.Kind == "CustomResourceDefinition":
-		path := []string{"spec", "conversion", "webhook", "clientConfig", "service"}
-		if _, found, _ := unstructured.NestedMap(o.Object, path...); found {
-			return unstructured.SetNestedField(o.Object, ns, append(path, "namespace")...)
-		}
-	}
-	return nil
-}
-
-// setImage is kustomize's images transformer for one images: entry: the image of every
-// container and init container, wherever in the object, and of every image volume of a pod
-// (template) spec, if it names img.Name.
-func setImage(obj map[string]any, img image) {
-	setContainerImages(obj, img)
-	for _, podSpec := range [][]string{{"spec"}, {"spec", "template", "spec"}} {
-		vols, _, _ := unstructured.NestedSlice(obj, append(podSpec, "volumes")...)
-		for _, vol := range vols {
-			if vol, ok := vol.(map[string]any); ok {
-				if ref, ok := vol["image"].(map[string]any); ok {
-					replaceImage(ref, "reference", img)
-				}
-			}
-		}
-		if vols != nil {
-			_ = unstructured.SetNestedSlice(obj, vols, append(podSpec, "volumes")...) // the path exists
-		}
-	}
-}
-
-func setContainerImages(v any, img image) {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, child := range v {
-			setContainerImages(child, img)
-			if list, ok := child.([]any); ok && (key == "containers" || key == "initContainers") {
-				for _, c := range list {
-					if c, ok := c.(map[string]any); ok {
-						replaceImage(c, "image", img)
-					}
-				}
-			}
-		}
-	case []any:
-		for _, e := range v {
-			setContainerImages(e, img)
-		}
-	}
-}
-
-// replaceImage rewrites m[key] if it names img.Name: a new name, and a new tag and/or digest
-// that replace both the old tag and digest.
-func replaceImage(m map[string]any, key string, img image) {
-	ref, ok := m[key].(string)
-	if !ok {
-		return
-	}
-	name, tag, digest := splitImage(ref)
-	if name != img.Name {
-		return
-	}
-	if img.NewName != "" {
-		name = img.NewName
-	}
-	if img.NewTag != "" || img.Digest != "" {
-		tag, digest = img.NewTag, img.Digest
-	}
-	if tag != "" {
-		name += ":" + tag
-	}
-	if digest != "" {
-		name += "@" + digest
-	}
-	m[key] = name
-}
-
-// splitImage splits name[:tag][@digest]. A colon before the last slash is a registry port.
-func splitImage(ref string) (name, tag, digest string) {
-	name, digest, _ = strings.Cut(ref, "@")
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name, tag = name[:i], name[i+1:]
-	}
-	return name, tag, digest
 }

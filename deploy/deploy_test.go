@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/deploy"
 )
 
@@ -243,9 +244,9 @@ func kustomization(k string, files map[string]string) fstest.MapFS {
 	return fsys
 }
 
-// transformFixture is a kustomization with the transformations package deploy implements
-// on inputs deploy/ does not have (yet); the integration tier renders it with kubectl
-// kustomize too.
+// transformFixture is a kustomization with the namespace and images transformations on
+// inputs deploy/ does not have (yet); the integration tier renders it with kubectl kustomize
+// too.
 const transformFixture = "testdata/transform"
 
 // The transformations kustomize documents for its namespace and images fields.
@@ -309,6 +310,27 @@ func TestKustomizeTransformations(t *testing.T) {
 	}
 }
 
+// Any kustomization kustomize accepts renders, with the image override on top.
+func TestKustomizeFeatures(t *testing.T) {
+	const k = "kind: Kustomization\nnamespace: ns1\nlabels: [{pairs: {team: net}}]\nnamePrefix: p-\n" +
+		"resources: [a.yaml]\nimages: [{name: nmoverlay, newTag: old}]\n"
+	fsys := kustomization(k, map[string]string{"a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n" +
+		"spec: {template: {spec: {containers: [{name: c, image: nmoverlay}]}}}\n"})
+	objs, err := deploy.ObjectsFrom(fsys, deploy.Options{Image: "reg.example/nmoverlay:new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 {
+		t.Fatalf("%d objects, want 1", len(objs))
+	}
+	o := objs[0]
+	img, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if o.GetName() != "p-d" || o.GetNamespace() != "ns1" || o.GetLabels()["team"] != "net" ||
+		len(img) != 1 || img[0].(map[string]any)["image"] != "reg.example/nmoverlay:new" {
+		t.Errorf("got %v", o.Object)
+	}
+}
+
 func TestRejects(t *testing.T) {
 	const ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns1}\n"
 	for _, tc := range []struct {
@@ -323,14 +345,12 @@ func TestRejects(t *testing.T) {
 		{"known kind, other group", kustomization("kind: Kustomization\nresources: [a.yaml]",
 			map[string]string{"a.yaml": "apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: d}\n"}),
 			deploy.Options{}, "Deployment.example.com"},
-		{"kustomize feature not implemented", kustomization("kind: Kustomization\ncommonLabels: {a: b}\nresources: [a.yaml]",
-			map[string]string{"a.yaml": ns}), deploy.Options{}, "commonLabels"},
 		{"missing resource", kustomization("kind: Kustomization\nresources: [a.yaml, b.yaml]",
 			map[string]string{"a.yaml": ns}), deploy.Options{}, "b.yaml"},
 		{"duplicate", kustomization("kind: Kustomization\nresources: [a.yaml, b.yaml]",
-			map[string]string{"a.yaml": ns, "b.yaml": ns}), deploy.Options{}, "also in a.yaml"},
+			map[string]string{"a.yaml": ns, "b.yaml": ns}), deploy.Options{}, "already registered id"},
 		{"no kind", kustomization("kind: Kustomization\nresources: [a.yaml]",
-			map[string]string{"a.yaml": "apiVersion: v1\nmetadata: {name: x}\n"}), deploy.Options{}, "Kind"},
+			map[string]string{"a.yaml": "apiVersion: v1\nmetadata: {name: x}\n"}), deploy.Options{}, "missing kind"},
 		{"bad image", kustomization("kind: Kustomization\nresources: [a.yaml]",
 			map[string]string{"a.yaml": ns}), deploy.Options{Image: "reg.example/nm overlay"}, `image: "reg.example/nm overlay"`},
 	} {
@@ -361,9 +381,9 @@ func TestValidateImage(t *testing.T) {
 		"nmoverlay@" + d + "0", "/nmoverlay", "nmoverlay/", "reg.example//nmoverlay", "nmoverlay\n", "nmoverlay:" + strings.Repeat("t", 129),
 	} {
 		err := deploy.ValidateImage(bad)
-		var e *deploy.Error
-		if !errors.As(err, &e) || e.Field != "image" {
-			t.Errorf("%q: error %v, want a *deploy.Error for field image", bad, err)
+		var e *field.Error
+		if !errors.As(err, &e) || e.Path != "image" {
+			t.Errorf("%q: error %v, want a *field.Error for field image", bad, err)
 		}
 	}
 }

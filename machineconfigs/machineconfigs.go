@@ -7,8 +7,10 @@ package machineconfigs
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/overlay"
@@ -56,17 +58,6 @@ type Options struct {
 	SafetyOptions []string
 }
 
-// Error is a validation error naming the option's field path, e.g. "pools[1]".
-type Error struct {
-	Field  string
-	Reason string
-}
-
-func (e *Error) Error() string { return e.Field + ": " + e.Reason }
-
-// dns1123Label is a Kubernetes DNS-1123 label (the length is checked separately).
-var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
 // WithDefaults fills in what is unset.
 func (o Options) WithDefaults() Options {
 	if o.IgnitionVersion == "" {
@@ -81,60 +72,59 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Validate reports the first option that cannot be rendered, as an *Error naming its field.
+// Validate reports the first option that cannot be rendered, as a *field.Error naming its path.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
 	for i, p := range o.CustomPools {
-		field := fmt.Sprintf("customPools[%d]", i)
-		if err := checkPoolName(field, p); err != nil {
+		path := fmt.Sprintf("customPools[%d]", i)
+		if err := checkPoolName(path, p); err != nil {
 			return err
 		}
 		if slices.Contains(o.CustomPools[:i], p) {
-			return &Error{field, fmt.Sprintf("%q is listed twice", p)}
+			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is listed twice", p)}
 		}
 	}
 	if len(o.Pools) == 0 {
-		return &Error{"pools", "no pool given (want master, worker or a declared custom pool)"}
+		return &field.Error{Path: "pools", Reason: "no pool given (want master, worker or a declared custom pool)"}
 	}
 	for i, p := range o.Pools {
-		field := fmt.Sprintf("pools[%d]", i)
-		if err := checkPoolName(field, p); err != nil {
+		path := fmt.Sprintf("pools[%d]", i)
+		if err := checkPoolName(path, p); err != nil {
 			return err
 		}
 		if slices.Contains(o.Pools[:i], p) {
-			return &Error{field, fmt.Sprintf("%q is listed twice", p)}
+			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is listed twice", p)}
 		}
 		if !slices.Contains(BuiltinPools, p) && !slices.Contains(o.CustomPools, p) {
-			return &Error{field, fmt.Sprintf("%q is not master or worker and not declared as a custom pool (--custom-pool); "+
+			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is not master or worker and not declared as a custom pool (--custom-pool); "+
 				"MCO silently ignores a MachineConfig for a pool that does not exist", p)}
 		}
 	}
 	if !slices.Contains(SupportedIgnitionVersions, o.IgnitionVersion) {
-		return &Error{"ignitionVersion", fmt.Sprintf("%q is not supported (want one of %v: MCO accepts 3.2.0 on OCP 4.6+, "+
+		return &field.Error{Path: "ignitionVersion", Reason: fmt.Sprintf("%q is not supported (want one of %v: MCO accepts 3.2.0 on OCP 4.6+, "+
 			"3.4.0 on 4.13+, 3.5.0 on 4.19+)", o.IgnitionVersion, SupportedIgnitionVersions)}
 	}
 	if err := o.Layout.Validate(); err != nil {
 		if fe, ok := err.(*field.Error); ok {
-			return &Error{"layout." + fe.Path, fe.Reason}
+			return &field.Error{Path: "layout." + fe.Path, Reason: fe.Reason}
 		}
-		return &Error{"layout", err.Error()}
+		return &field.Error{Path: "layout", Reason: err.Error()}
 	}
 	for i, s := range o.SafetyOptions {
-		field := fmt.Sprintf("safetyOptions[%d]", i)
+		path := fmt.Sprintf("safetyOptions[%d]", i)
 		if !slices.Contains(overlay.SafetyOptions, s) {
-			return &Error{field, fmt.Sprintf("%q is not one of %v", s, overlay.SafetyOptions)}
+			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is not one of %v", s, overlay.SafetyOptions)}
 		}
 		if slices.Contains(o.SafetyOptions[:i], s) {
-			return &Error{field, fmt.Sprintf("%q is listed twice", s)}
+			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is listed twice", s)}
 		}
 	}
 	return nil
 }
 
-func checkPoolName(field, p string) error {
-	if len(p) > 63 || !dns1123Label.MatchString(p) {
-		return &Error{field, fmt.Sprintf("%q is not a valid pool name (a DNS-1123 label: lowercase letters, digits and '-', "+
-			"starting and ending with a letter or digit, at most 63 characters)", p)}
+func checkPoolName(path, p string) error {
+	if errs := validation.IsDNS1123Label(p); len(errs) > 0 {
+		return &field.Error{Path: path, Reason: fmt.Sprintf("%q is not a valid pool name (a DNS-1123 label): %s", p, strings.Join(errs, "; "))}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	v3_4 "github.com/coreos/ignition/v2/config/v3_4"
 	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
 
+	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/overlay"
 )
 
@@ -236,7 +237,7 @@ func TestRenderRejects(t *testing.T) {
 		{"unknown pool", Options{Pools: []string{"worker", "wroker"}}, "pools[1]", `"wroker" is not master or worker and not declared as a custom pool`},
 		{"uppercase pool", Options{Pools: []string{"Worker"}}, "pools[0]", "not a valid pool name"},
 		{"pool with underscore", Options{Pools: []string{"my_pool"}, CustomPools: []string{"my_pool"}}, "customPools[0]", "DNS-1123"},
-		{"pool too long", Options{Pools: []string{strings.Repeat("a", 64)}, CustomPools: []string{strings.Repeat("a", 64)}}, "customPools[0]", "at most 63"},
+		{"pool too long", Options{Pools: []string{strings.Repeat("a", 64)}, CustomPools: []string{strings.Repeat("a", 64)}}, "customPools[0]", "no more than 63 characters"},
 		{"empty pool", Options{Pools: []string{""}}, "pools[0]", "not a valid pool name"},
 		{"duplicate pool", Options{Pools: []string{"worker", "master", "worker"}}, "pools[2]", "listed twice"},
 		{"duplicate custom pool", Options{Pools: []string{"infra"}, CustomPools: []string{"infra", "infra"}}, "customPools[1]", "listed twice"},
@@ -264,11 +265,11 @@ func TestRenderRejects(t *testing.T) {
 			if mcs != nil {
 				t.Errorf("rendered %d MachineConfigs despite the error", len(mcs))
 			}
-			var e *Error
+			var e *field.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("want a field error, got %v", err)
 			}
-			if e.Field != tc.field || !strings.Contains(e.Reason, tc.reason) {
+			if e.Path != tc.field || !strings.Contains(e.Reason, tc.reason) {
 				t.Errorf("got %q, want field %q and a reason containing %q", err, tc.field, tc.reason)
 			}
 			if !strings.HasPrefix(err.Error(), tc.field+": ") {

@@ -13,6 +13,8 @@ import (
 	v3_2 "github.com/coreos/ignition/v2/config/v3_2"
 	v3_4 "github.com/coreos/ignition/v2/config/v3_4"
 	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 // MachineConfig is the part of machineconfiguration.openshift.io/v1 MachineConfig this
@@ -104,7 +106,7 @@ func Ignition(o Options) ([]byte, error) {
 func validateIgnition(version string, config []byte) error {
 	parse, ok := parsers[version]
 	if !ok {
-		return &Error{"ignitionVersion", fmt.Sprintf("%q has no parser", version)}
+		return &field.Error{Path: "ignitionVersion", Reason: fmt.Sprintf("%q has no parser", version)}
 	}
 	rpt, err := parse(config)
 	if err != nil || rpt.IsFatal() || len(rpt.Entries) > 0 {

@@ -81,6 +81,36 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 	}
 	add(CheckLayout, true, "lower %s, upper %s, work %s, merged %s", l.Lower, l.Upper(), l.Work(), l.Merged())
 
+	verifyMount(l, add)
+	verifyTmpfs(l, add)
+
+	if changed, entries, err := LowerChanged(l); err != nil {
+		add(CheckLowerStable, false, "%v", err)
+	} else if changed != "" {
+		add(CheckLowerStable, false, "%s", changed)
+	} else if entries >= 0 {
+		add(CheckLowerStable, true, "%s unchanged since setup (%d entries)", l.Lower, entries)
+	}
+
+	enabled := fileExists(l.NMEnvFile())
+	verifyNMConfig(l, opts, enabled, add)
+	if !opts.BeforeEnable {
+		verifyEnabled(l, enabled, add)
+	}
+	// Before enabling, a running NetworkManager has not read the new configuration yet: it
+	// switches at its next start, so it must not block setup (or a degraded host could
+	// never be repaired without a reboot).
+	if !opts.BeforeEnable {
+		verifyRunningNM(ctx, l, add)
+	}
+
+	r.OK = len(r.Failed()) == 0
+	return r
+}
+
+// verifyMount checks that an overlay is mounted at the merged dir, and with the layout's
+// layers.
+func verifyMount(l Layout, add func(string, bool, string, ...any)) {
 	m, err := mountAt(l.Merged())
 	switch {
 	case err != nil:
@@ -93,7 +123,11 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 		add(CheckMounted, true, "overlay at %s", l.Merged())
 		add(CheckLayers, layersMatch(m.VFSOptions, l), "%s", layersDetail(m.VFSOptions, l))
 	}
+}
 
+// verifyTmpfs checks that the upper and work dirs are on tmpfs, so that what is written
+// to the overlay does not outlive a reboot.
+func verifyTmpfs(l Layout, add func(string, bool, string, ...any)) {
 	tmpfsOK, detail := true, []string{}
 	for _, d := range []string{l.Upper(), l.Work()} {
 		ok, err := onTmpfs(d)
@@ -110,16 +144,12 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 		}
 	}
 	add(CheckTmpfs, tmpfsOK, "%s", strings.Join(detail, "; "))
+}
 
-	if changed, entries, err := LowerChanged(l); err != nil {
-		add(CheckLowerStable, false, "%v", err)
-	} else if changed != "" {
-		add(CheckLowerStable, false, "%s", changed)
-	} else if entries >= 0 {
-		add(CheckLowerStable, true, "%s unchanged since setup (%d entries)", l.Lower, entries)
-	}
-
-	enabled := fileExists(l.NMEnvFile())
+// verifyNMConfig checks that NetworkManager's configuration makes the merged dir its
+// keyfile path: as it is (enabled says whether the enable file is there), or, before
+// enabling, as it will be once the enable tag is set.
+func verifyNMConfig(l Layout, opts VerifyOptions, enabled bool, add func(string, bool, string, ...any)) {
 	tag := ""
 	if enabled || opts.BeforeEnable {
 		tag = EnableTag
@@ -137,29 +167,23 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 	default:
 		add(CheckNMConfig, true, "keyfile path %s (from %s)", kp.Path, kp.Source)
 	}
-	if !opts.BeforeEnable {
-		if enabled {
-			add(CheckNMEnabled, true, "%s enables %s", l.NMEnvFile(), KeyfileDropIn)
-		} else {
-			add(CheckNMEnabled, false, "%s is missing: NetworkManager does not read %s", l.NMEnvFile(), KeyfileDropIn)
-		}
-		if d, err := ReadDegraded(l); err != nil || d != nil {
-			reason := "unreadable"
-			if d != nil {
-				reason = d.Reason
-			}
-			add(CheckDegradedClear, false, "degraded marker %s: %s", l.DegradedMarker(), reason)
-		}
-	}
-	// Before enabling, a running NetworkManager has not read the new configuration yet: it
-	// switches at its next start, so it must not block setup (or a degraded host could
-	// never be repaired without a reboot).
-	if !opts.BeforeEnable {
-		verifyRunningNM(ctx, l, add)
-	}
+}
 
-	r.OK = len(r.Failed()) == 0
-	return r
+// verifyEnabled checks that the enable file is there (enabled) and that no degraded
+// marker is.
+func verifyEnabled(l Layout, enabled bool, add func(string, bool, string, ...any)) {
+	if enabled {
+		add(CheckNMEnabled, true, "%s enables %s", l.NMEnvFile(), KeyfileDropIn)
+	} else {
+		add(CheckNMEnabled, false, "%s is missing: NetworkManager does not read %s", l.NMEnvFile(), KeyfileDropIn)
+	}
+	if d, err := ReadDegraded(l); err != nil || d != nil {
+		reason := "unreadable"
+		if d != nil {
+			reason = d.Reason
+		}
+		add(CheckDegradedClear, false, "degraded marker %s: %s", l.DegradedMarker(), reason)
+	}
 }
 
 // verifyRunningNM checks where a running NetworkManager actually loaded its profiles from:

@@ -70,7 +70,7 @@ func main() {
 }
 
 func run(o options) error {
-	nodeName, dnsHost := o.nodeName, o.dnsHost
+	nodeName := o.nodeName
 	if nodeName == "" {
 		return fmt.Errorf("no node name: set NODE_NAME or --node")
 	}
@@ -85,43 +85,11 @@ func run(o options) error {
 	}
 	defer nm.Close()
 
-	scheme, err := api.NewScheme()
+	mgr, cfg, dialer, err := newManager(o)
 	if err != nil {
 		return err
 	}
-	cfg := ctrl.GetConfigOrDie()
-	// One dialer for every client, so an apply can drop the connections it may have killed.
-	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
-	cfg.Dial = dialer.DialContext
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(nodeName),
-		Metrics: metricsserver.Options{BindAddress: o.metricsAddr}, HealthProbeBindAddress: o.probeAddr})
-	if err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	h := &node.Handler{
-		Client:   mgr.GetClient(),
-		NodeName: nodeName,
-		// NetworkManager rolls the checkpoint back by itself if this process dies; its
-		// timeout must outlast activation (DHCP included) and the probes (which share one
-		// deadline), or it fires while the probes still wait.
-		Engine: node.Reconnecting{Engine: node.NetworkManager{Client: nm,
-			Options: networkmanager.ApplyOptions{ActivationTimeout: o.activationTimeout, RollbackTimeout: o.activationTimeout + o.probeTimeout + 30*time.Second,
-				CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
-		APIReader: mgr.GetAPIReader(),
-		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
-		Probes:    probes(cfg, nm, mgr.GetAPIReader(), nodeName, dnsHost, o.probeTimeout),
-		BootID: func() (string, error) {
-			b, err := os.ReadFile(o.bootIDFile)
-			return strings.TrimSpace(string(b)), err
-		},
-		Degraded: func() (string, error) { return overlay.InUse(layout) },
-	}
+	h := newHandler(o, mgr, cfg, dialer, nm, layout)
 	// A write into the lower dir while mounted makes the node refuse policies and report
 	// it at once, not at the next policy change.
 	lowerChanged, err := overlay.WatchLower(ctx, layout)
@@ -147,33 +115,8 @@ func run(o options) error {
 		default:
 		}
 	}
-	go func() { // changes is never closed: DriftChanged may still send; the reporter ends with ctx
-		for {
-			select {
-			case _, ok := <-nmChanges:
-				if !ok {
-					return
-				}
-				select {
-				case netChanged <- struct{}{}:
-				default:
-				}
-			case _, ok := <-lowerChanged:
-				if !ok {
-					return
-				}
-				ctrl.Log.Info("the persistent keyfile dir changed while the overlay is mounted", "node", nodeName, "dir", layout.Lower)
-				select {
-				case wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}}:
-				default:
-				}
-			}
-			select {
-			case changes <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
+	go forwardChanges(nmChanges, lowerChanged, netChanged, wake, changes, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
 		Client: mgr.GetClient(), NodeName: nodeName, Show: nm.Show, Changes: changes, NMVersion: nm.Version,
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
@@ -182,6 +125,92 @@ func run(o options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// newManager makes the controller manager, its cache limited to the node's objects, with
+// health and readiness checks. Its clients dial through the returned dialer.
+func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, error) {
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg := ctrl.GetConfigOrDie()
+	// One dialer for every client, so an apply can drop the connections it may have killed.
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	cfg.Dial = dialer.DialContext
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(o.nodeName),
+		Metrics: metricsserver.Options{BindAddress: o.metricsAddr}, HealthProbeBindAddress: o.probeAddr})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, nil, err
+	}
+	return mgr, cfg, dialer, nil
+}
+
+// newHandler makes the node handler: its engine, probes, and what it reads of the boot
+// and of the overlay. The channels it is woken by are set by the caller.
+func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout overlay.Layout) *node.Handler {
+	return &node.Handler{
+		Client:    mgr.GetClient(),
+		NodeName:  o.nodeName,
+		Engine:    newEngine(o, nm, layout, dialer, alive(cfg, mgr.GetHTTPClient())),
+		APIReader: mgr.GetAPIReader(),
+		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
+		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout),
+		BootID: func() (string, error) {
+			b, err := os.ReadFile(o.bootIDFile)
+			return strings.TrimSpace(string(b)), err
+		},
+		Degraded: func() (string, error) { return overlay.InUse(layout) },
+	}
+}
+
+// newEngine applies through NetworkManager, and drops the API server connections an
+// apply killed (connsAlive tells whether they still answer).
+func newEngine(o options, nm *networkmanager.Client, layout overlay.Layout, dialer *connrotation.Dialer, connsAlive func(context.Context) error) node.Engine {
+	// NetworkManager rolls the checkpoint back by itself if this process dies; its
+	// timeout must outlast activation (DHCP included) and the probes (which share one
+	// deadline), or it fires while the probes still wait.
+	return node.Reconnecting{Engine: node.NetworkManager{Client: nm,
+		Options: networkmanager.ApplyOptions{ActivationTimeout: o.activationTimeout, RollbackTimeout: o.activationTimeout + o.probeTimeout + 30*time.Second,
+			CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: connsAlive}
+}
+
+// forwardChanges passes NetworkManager's changes to the handler (netChanged) and a change
+// of the lower dir to the handler (wake); each also to the reporter (changes). It ends
+// when either source is closed.
+func forwardChanges(nmChanges, lowerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
+	changes chan<- struct{}, nodeName, lowerDir string) {
+	for {
+		select {
+		case _, ok := <-nmChanges:
+			if !ok {
+				return
+			}
+			select {
+			case netChanged <- struct{}{}:
+			default:
+			}
+		case _, ok := <-lowerChanged:
+			if !ok {
+				return
+			}
+			ctrl.Log.Info("the persistent keyfile dir changed while the overlay is mounted", "node", nodeName, "dir", lowerDir)
+			select {
+			case wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}}:
+			default:
+			}
+		}
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // probes are the checks between apply and commit; each is used only if it passes before

@@ -58,41 +58,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	cmd := args[0]
-	fs := flag.NewFlagSet("nm-overlay "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	layoutFile := fs.String("layout", overlay.LayoutFile, "layout file written by the MachineConfig (defaults apply when missing)")
-	output := fs.String("o", "text", "output format: text or json")
-	check := fs.Bool("check", false, "uninstall: only list what is left, exit 1 if anything is")
-	keepBinary := fs.Bool("keep-binary", false, "uninstall: keep "+overlay.HelperBinary)
-	installTo := fs.String("to", filepath.Dir(overlay.HelperBinary), "install: the directory to copy this binary to")
-	if err := fs.Parse(args[1:]); err != nil {
+	f, ok := parseFlags(cmd, args[1:], stderr)
+	if !ok {
 		return exitUsage
 	}
-	if *output != "text" && *output != "json" {
-		fmt.Fprintf(stderr, "nm-overlay: -o %q: want text or json\n", *output)
-		return exitUsage
-	}
-	l, err := overlay.LoadLayout(*layoutFile)
+	l, err := overlay.LoadLayout(f.layoutFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out := printer{w: stdout, json: *output == "json"}
+	out := printer{w: stdout, json: f.output == "json"}
 
 	switch cmd {
 	case "setup":
-		r, err := overlay.Setup(ctx, l, overlay.NMConfig{})
-		report(r, err)
-		out.report(r)
-		if err != nil {
-			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
-			return exitDegraded
-		}
-		if !r.OK {
-			fmt.Fprintln(stderr, "nm-overlay: the overlay is ready; restart NetworkManager to use it")
-		}
+		return setup(ctx, l, out, stderr)
 	case "verify":
 		r := overlay.Verify(ctx, l, overlay.VerifyOptions{})
 		out.report(r)
@@ -115,38 +96,93 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log(journal.PriNotice, fmt.Sprintf("reset: dropped %d ephemeral changes", len(dropped)), nil)
 		out.changes(dropped)
 	case "install":
-		self, err := os.Executable()
-		if err == nil {
-			var b []byte
-			if b, err = os.ReadFile(self); err == nil {
-				dst := filepath.Join(*installTo, filepath.Base(overlay.HelperBinary))
-				if err = overlay.WriteFileAtomic(dst, b, 0o755); err == nil {
-					out.list([]string{dst})
-				}
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "nm-overlay: install: %v\n", err)
-			return exitDegraded
-		}
+		return install(f.installTo, out, stderr)
 	case "uninstall":
-		if *check {
-			left := overlay.Leftovers(l)
-			out.list(left)
-			if len(left) > 0 {
-				return exitDegraded
-			}
-			return exitOK
-		}
-		removed, err := overlay.Uninstall(l, *keepBinary)
-		out.list(removed)
-		if err != nil {
-			fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
-			return exitDegraded
-		}
+		return uninstall(l, f.check, f.keepBinary, out, stderr)
 	default:
 		fmt.Fprintf(stderr, "nm-overlay: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
+	}
+	return exitOK
+}
+
+// flags are the options after the command; each command uses those it needs.
+type flags struct {
+	layoutFile, output, installTo string
+	check, keepBinary             bool
+}
+
+// parseFlags reads the options of cmd, reporting any error on stderr; false is a usage error.
+func parseFlags(cmd string, args []string, stderr io.Writer) (flags, bool) {
+	var f flags
+	fs := flag.NewFlagSet("nm-overlay "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.layoutFile, "layout", overlay.LayoutFile, "layout file written by the MachineConfig (defaults apply when missing)")
+	fs.StringVar(&f.output, "o", "text", "output format: text or json")
+	fs.BoolVar(&f.check, "check", false, "uninstall: only list what is left, exit 1 if anything is")
+	fs.BoolVar(&f.keepBinary, "keep-binary", false, "uninstall: keep "+overlay.HelperBinary)
+	fs.StringVar(&f.installTo, "to", filepath.Dir(overlay.HelperBinary), "install: the directory to copy this binary to")
+	if err := fs.Parse(args); err != nil {
+		return f, false
+	}
+	if f.output != "text" && f.output != "json" {
+		fmt.Fprintf(stderr, "nm-overlay: -o %q: want text or json\n", f.output)
+		return f, false
+	}
+	return f, true
+}
+
+// setup runs `nm-overlay setup`: it tells systemd and the journal the outcome, and
+// prints the checks.
+func setup(ctx context.Context, l overlay.Layout, out printer, stderr io.Writer) int {
+	r, err := overlay.Setup(ctx, l, overlay.NMConfig{})
+	report(r, err)
+	out.report(r)
+	if err != nil {
+		fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+		return exitDegraded
+	}
+	if !r.OK {
+		fmt.Fprintln(stderr, "nm-overlay: the overlay is ready; restart NetworkManager to use it")
+	}
+	return exitOK
+}
+
+// install copies this binary into dir, replacing the one there atomically.
+func install(dir string, out printer, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(self); err == nil {
+			dst := filepath.Join(dir, filepath.Base(overlay.HelperBinary))
+			if err = overlay.WriteFileAtomic(dst, b, 0o755); err == nil {
+				out.list([]string{dst})
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nm-overlay: install: %v\n", err)
+		return exitDegraded
+	}
+	return exitOK
+}
+
+// uninstall removes what is left after the MachineConfig was removed, or with check only
+// lists it.
+func uninstall(l overlay.Layout, check, keepBinary bool, out printer, stderr io.Writer) int {
+	if check {
+		left := overlay.Leftovers(l)
+		out.list(left)
+		if len(left) > 0 {
+			return exitDegraded
+		}
+		return exitOK
+	}
+	removed, err := overlay.Uninstall(l, keepBinary)
+	out.list(removed)
+	if err != nil {
+		fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+		return exitDegraded
 	}
 	return exitOK
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/overlay"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
 const usage = `nmoverlay: render nmoverlay's cluster configuration
@@ -235,17 +237,12 @@ func (f *machineConfigFlags) render() ([]byte, error) {
 // describe prefixes a validation error with the flag that sets the field, on one line.
 func describe(err error) string {
 	msg := err.Error()
-	var field string
-	var mcErr *machineconfigs.Error
-	var deployErr *deploy.Error
-	switch {
-	case errors.As(err, &mcErr):
-		field = mcErr.Field
-	case errors.As(err, &deployErr):
-		field = deployErr.Field
+	var fe *field.Error
+	var path string
+	if errors.As(err, &fe) {
+		path, _, _ = strings.Cut(fe.Path, "[")
 	}
-	field, _, _ = strings.Cut(field, "[")
-	if f, ok := flagFor[field]; ok {
+	if f, ok := flagFor[path]; ok {
 		msg = f + ": " + msg
 	}
 	return strings.ReplaceAll(msg, "\n", " ")

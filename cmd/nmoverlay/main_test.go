@@ -239,7 +239,7 @@ func TestRenderBadInput(t *testing.T) {
 		[]badInput{
 			{[]string{"--image", ""}, `--image: image: must not be empty`},
 			{[]string{"--image", "registry.example/nm overlay:v1"}, `--image: image: "registry.example/nm overlay:v1" is not an image reference`},
-			{[]string{"--image", "Registry/nmoverlay"}, `--image: image: "Registry/nmoverlay" is not an image reference`},
+			{[]string{"--image", "registry.example/NMoverlay"}, `--image: image: "registry.example/NMoverlay" is not an image reference`},
 			{[]string{"--image", "nmoverlay@sha256:0123"}, `--image: image: "nmoverlay@sha256:0123" is not an image reference`},
 			{[]string{"--image"}, `flag needs an argument: -image`},
 			{[]string{"--image", "nmoverlay:v1", "--pool", "wroker"}, `--pool: pools[0]: "wroker"`},

@@ -63,6 +63,40 @@ type dnsPlan struct {
 // now (owned or not) or nil: what the desired state does not name is kept from it, as
 // nmstate does for partial states. uuid is the owned profile's uuid (new or kept).
 func buildProfile(it state.Interface, typ state.InterfaceType, base settings, baseUUID string, p plan, uuid string) (settings, error) {
+	s := profileFromBase(base, typ)
+	ct, ok := connType[typ]
+	if !ok {
+		return nil, fmt.Errorf("%s: type %q is not supported", it.Name, typ)
+	}
+	setConnection(s, it, ct, uuid, baseUUID, inputDigest(it, typ, baseUUID, p))
+
+	if it.MTU != nil && typ != state.VRF {
+		s.set("802-3-ethernet", "mtu", uint32(*it.MTU))
+	}
+	if it.MACAddress != nil {
+		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
+	}
+
+	setTypeSection(s, it, typ)
+
+	setController(s, p.port)
+	if p.l2Port() {
+		delete(s, "ipv4")
+		delete(s, "ipv6")
+		return s, nil
+	}
+	if err := setIP(s, "ipv4", it.IPv4, p); err != nil {
+		return nil, fmt.Errorf("%s: %w", it.Name, err)
+	}
+	if err := setIP(s, "ipv6", it.IPv6, p); err != nil {
+		return nil, fmt.Errorf("%s: %w", it.Name, err)
+	}
+	return s, nil
+}
+
+// profileFromBase copies base when it is a profile of the same connection type, so that
+// what the desired state does not name is kept; otherwise the profile starts empty.
+func profileFromBase(base settings, typ state.InterfaceType) settings {
 	s := settings{}
 	if base != nil && base.str("connection", "type") == connType[typ] {
 		for sec, kv := range base {
@@ -79,10 +113,13 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 		}
 		delete(s["connection"], "timestamp")
 	}
-	ct, ok := connType[typ]
-	if !ok {
-		return nil, fmt.Errorf("%s: type %q is not supported", it.Name, typ)
-	}
+	return s
+}
+
+// setConnection writes the connection section (the interface, type ct, autoconnect, LLDP)
+// and the user data that marks the profile as nmoverlay's and records what it is built
+// from (digest) and on (baseUUID).
+func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest string) {
 	s.set("connection", "id", it.Name)
 	s.set("connection", "uuid", uuid)
 	s.set("connection", "type", ct)
@@ -91,7 +128,7 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	// Above the persistent profiles (priority 0), so after a restart of NetworkManager
 	// the owned profile wins the interface as it did when applied.
 	s.set("connection", "autoconnect-priority", int32(100))
-	user := map[string]string{OwnerKey: OwnerValue, InputKey: inputDigest(it, typ, baseUUID, p), BaseKey: baseUUID}
+	user := map[string]string{OwnerKey: OwnerValue, InputKey: digest, BaseKey: baseUUID}
 	if it.Description != nil {
 		user["nmstate.interface.description"] = *it.Description
 	}
@@ -103,14 +140,10 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 		}
 		s.set("connection", "lldp", lldp)
 	}
+}
 
-	if it.MTU != nil && typ != state.VRF {
-		s.set("802-3-ethernet", "mtu", uint32(*it.MTU))
-	}
-	if it.MACAddress != nil {
-		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
-	}
-
+// setTypeSection writes the section of the interface's type (bond, bridge, vlan, ...).
+func setTypeSection(s settings, it state.Interface, typ state.InterfaceType) {
 	switch typ {
 	case state.Bond:
 		if b := it.LinkAggregation; b != nil {
@@ -127,19 +160,7 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 			s.set("vlan", "parent", v.BaseIface)
 		}
 	case state.LinuxBridge:
-		if b := it.Bridge; b != nil {
-			if b.Options != nil && b.Options.STP != nil && b.Options.STP.Enabled != nil {
-				s.set("bridge", "stp", *b.Options.STP.Enabled)
-			}
-			filtering := false
-			for _, port := range b.Port {
-				filtering = filtering || port.VLAN != nil
-			}
-			s.set("bridge", "vlan-filtering", filtering)
-		}
-		if _, ok := s["bridge"]; !ok {
-			s["bridge"] = map[string]dbus.Variant{}
-		}
+		setBridgeSection(s, it.Bridge)
 		s.set("connection", "autoconnect-slaves", int32(1))
 	case state.VRF:
 		if v := it.VRF; v != nil {
@@ -178,28 +199,39 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 			s["dummy"] = map[string]dbus.Variant{}
 		}
 	}
+}
 
+// setBridgeSection writes the bridge section: STP if the desired state sets it, and VLAN
+// filtering on when any port filters. The section is written even when empty.
+func setBridgeSection(s settings, b *state.BridgeConfig) {
+	if b != nil {
+		if b.Options != nil && b.Options.STP != nil && b.Options.STP.Enabled != nil {
+			s.set("bridge", "stp", *b.Options.STP.Enabled)
+		}
+		filtering := false
+		for _, port := range b.Port {
+			filtering = filtering || port.VLAN != nil
+		}
+		s.set("bridge", "vlan-filtering", filtering)
+	}
+	if _, ok := s["bridge"]; !ok {
+		s["bridge"] = map[string]dbus.Variant{}
+	}
+}
+
+// setController makes the profile a port of its controller, or of none: a controller
+// kept from base is cleared.
+func setController(s settings, port *portOf) {
 	delete(s["connection"], "master")
 	delete(s["connection"], "slave-type")
-	if p.port != nil {
-		s.set("connection", "master", p.port.controller)
-		s.set("connection", "slave-type", p.port.kind)
-		if p.port.kind == "bridge" {
-			s.set("bridge-port", "vlans", bridgeVLANs(p.port.bridgeVLAN))
-		}
-		if p.l2Port() {
-			delete(s, "ipv4")
-			delete(s, "ipv6")
-			return s, nil
-		}
+	if port == nil {
+		return
 	}
-	if err := setIP(s, "ipv4", it.IPv4, p); err != nil {
-		return nil, fmt.Errorf("%s: %w", it.Name, err)
+	s.set("connection", "master", port.controller)
+	s.set("connection", "slave-type", port.kind)
+	if port.kind == "bridge" {
+		s.set("bridge-port", "vlans", bridgeVLANs(port.bridgeVLAN))
 	}
-	if err := setIP(s, "ipv6", it.IPv6, p); err != nil {
-		return nil, fmt.Errorf("%s: %w", it.Name, err)
-	}
-	return s, nil
 }
 
 // inputDigest identifies what a profile is built from.
@@ -238,112 +270,133 @@ type portInput struct {
 // section (a new one, or a port leaving its controller with no profile of its own to go
 // back to) gets the family disabled, nmstate's default for new interfaces.
 func setIP(s settings, family string, c *state.IPConfig, p plan) error {
-	v6 := family == "ipv6"
 	if c == nil && s.str(family, "method") == "" {
 		s.set(family, "method", "disabled")
 	}
 	if c != nil {
-		enabled := c.Enabled == nil || *c.Enabled
-		dhcp := c.DHCP != nil && *c.DHCP
-		autoconf := c.Autoconf != nil && *c.Autoconf
-		var method string
-		switch {
-		case !enabled:
-			method = "disabled"
-		case v6 && autoconf:
-			method = "auto"
-		case v6 && dhcp:
-			method = "dhcp"
-		case !v6 && dhcp:
-			method = "auto"
-		case len(c.Address) > 0:
-			method = "manual"
-		case v6:
-			method = "link-local"
-		default:
-			method = "disabled"
-		}
-		s.set(family, "method", method)
-		addrs := []map[string]dbus.Variant{}
-		for _, a := range c.Address {
-			addrs = append(addrs, map[string]dbus.Variant{
-				"address": dbus.MakeVariant(a.IP), "prefix": dbus.MakeVariant(uint32(a.PrefixLength))})
-		}
-		s.set(family, "address-data", addrs)
-		if dhcp || autoconf {
-			// Never give up on DHCP (nmstate does the same): with NetworkManager's 45 s a
-			// DHCP server down at a lease renewal would take the interface down for good.
-			// An apply does not wait for ever: its activation wait fails the interface,
-			// named, and rolls back.
-			s.set(family, "dhcp-timeout", int32(math.MaxInt32))
-		}
-		if c.AutoDNS != nil {
-			s.set(family, "ignore-auto-dns", !*c.AutoDNS)
-		}
-		if c.AutoGateway != nil {
-			s.set(family, "never-default", !*c.AutoGateway)
-		}
-		if c.AutoRoutes != nil {
-			s.set(family, "ignore-auto-routes", !*c.AutoRoutes)
-		}
+		setIPConfig(s, family, c)
 	}
 	if len(p.routes) > 0 {
-		routes := existingRoutes(s, family)
-		name := s.str("connection", "interface-name")
-		for _, r := range p.routes {
-			if f := r.Family(); f != 0 && (f == 6) != v6 {
-				continue
-			}
-			if r.State == "absent" {
-				routes = slices.DeleteFunc(routes, func(rd map[string]dbus.Variant) bool { return r.Selects(runningRoute(rd, name)) })
-				continue
-			}
-			pfx, err := netip.ParsePrefix(r.Destination)
-			if err != nil {
-				continue
-			}
-			routes = putRoute(routes, routeData(r, pfx))
+		if err := setRoutes(s, family, p.routes); err != nil {
+			return err
 		}
-		if s.str(family, "method") == "disabled" && len(routes) > 0 {
-			return fmt.Errorf("routes via this interface need %s enabled", family)
-		}
-		s.set(family, "route-data", routes)
 	}
-	if d := p.dns; d != nil {
-		fam := slices.Index(ipFamilies[:], family)
-		if v6 {
-			servers := [][]byte{}
-			for _, srv := range d.servers[fam] {
-				b := netip.MustParseAddr(srv).As16()
-				servers = append(servers, b[:])
-			}
-			s.set(family, "dns", servers)
-		} else {
-			servers := []uint32{}
-			for _, srv := range d.servers[fam] {
-				b := netip.MustParseAddr(srv).As4()
-				// ipv4.dns is a list of addresses in network byte order, as uint32
-				servers = append(servers, uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24)
-			}
-			s.set(family, "dns", servers)
-		}
-		search := d.search[fam]
-		if search == nil {
-			search = []string{}
-		}
-		s.set(family, "dns-search", search)
-		// NetworkManager lists the servers of the lower priority first: the family of
-		// the first server stated comes first, as nmstate does.
-		priority := int32(0)
-		if len(d.servers[fam]) > 0 || len(search) > 0 {
-			priority = 50
-			if fam == d.preferred {
-				priority = 40
-			}
-		}
-		s.set(family, "dns-priority", priority)
+	if p.dns != nil {
+		setDNS(s, family, p.dns)
 	}
 	return nil
+}
+
+// setIPConfig writes what the desired state says of one family: the method, the
+// addresses, DHCP's timeout and the auto-* settings.
+func setIPConfig(s settings, family string, c *state.IPConfig) {
+	v6 := family == "ipv6"
+	enabled := c.Enabled == nil || *c.Enabled
+	dhcp := c.DHCP != nil && *c.DHCP
+	autoconf := c.Autoconf != nil && *c.Autoconf
+	var method string
+	switch {
+	case !enabled:
+		method = "disabled"
+	case v6 && autoconf:
+		method = "auto"
+	case v6 && dhcp:
+		method = "dhcp"
+	case !v6 && dhcp:
+		method = "auto"
+	case len(c.Address) > 0:
+		method = "manual"
+	case v6:
+		method = "link-local"
+	default:
+		method = "disabled"
+	}
+	s.set(family, "method", method)
+	addrs := []map[string]dbus.Variant{}
+	for _, a := range c.Address {
+		addrs = append(addrs, map[string]dbus.Variant{
+			"address": dbus.MakeVariant(a.IP), "prefix": dbus.MakeVariant(uint32(a.PrefixLength))})
+	}
+	s.set(family, "address-data", addrs)
+	if dhcp || autoconf {
+		// Never give up on DHCP (nmstate does the same): with NetworkManager's 45 s a
+		// DHCP server down at a lease renewal would take the interface down for good.
+		// An apply does not wait for ever: its activation wait fails the interface,
+		// named, and rolls back.
+		s.set(family, "dhcp-timeout", int32(math.MaxInt32))
+	}
+	if c.AutoDNS != nil {
+		s.set(family, "ignore-auto-dns", !*c.AutoDNS)
+	}
+	if c.AutoGateway != nil {
+		s.set(family, "never-default", !*c.AutoGateway)
+	}
+	if c.AutoRoutes != nil {
+		s.set(family, "ignore-auto-routes", !*c.AutoRoutes)
+	}
+}
+
+// setRoutes adds the family's routes to those the profile has and removes those an
+// absent route selects; routes of the other family are skipped.
+func setRoutes(s settings, family string, want []state.Route) error {
+	v6 := family == "ipv6"
+	routes := existingRoutes(s, family)
+	name := s.str("connection", "interface-name")
+	for _, r := range want {
+		if f := r.Family(); f != 0 && (f == 6) != v6 {
+			continue
+		}
+		if r.State == "absent" {
+			routes = slices.DeleteFunc(routes, func(rd map[string]dbus.Variant) bool { return r.Selects(runningRoute(rd, name)) })
+			continue
+		}
+		pfx, err := netip.ParsePrefix(r.Destination)
+		if err != nil {
+			continue
+		}
+		routes = putRoute(routes, routeData(r, pfx))
+	}
+	if s.str(family, "method") == "disabled" && len(routes) > 0 {
+		return fmt.Errorf("routes via this interface need %s enabled", family)
+	}
+	s.set(family, "route-data", routes)
+	return nil
+}
+
+// setDNS writes one family's static DNS servers, search domains and priority.
+func setDNS(s settings, family string, d *dnsPlan) {
+	fam := slices.Index(ipFamilies[:], family)
+	if family == "ipv6" {
+		servers := [][]byte{}
+		for _, srv := range d.servers[fam] {
+			b := netip.MustParseAddr(srv).As16()
+			servers = append(servers, b[:])
+		}
+		s.set(family, "dns", servers)
+	} else {
+		servers := []uint32{}
+		for _, srv := range d.servers[fam] {
+			b := netip.MustParseAddr(srv).As4()
+			// ipv4.dns is a list of addresses in network byte order, as uint32
+			servers = append(servers, uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24)
+		}
+		s.set(family, "dns", servers)
+	}
+	search := d.search[fam]
+	if search == nil {
+		search = []string{}
+	}
+	s.set(family, "dns-search", search)
+	// NetworkManager lists the servers of the lower priority first: the family of
+	// the first server stated comes first, as nmstate does.
+	priority := int32(0)
+	if len(d.servers[fam]) > 0 || len(search) > 0 {
+		priority = 50
+		if fam == d.preferred {
+			priority = 40
+		}
+	}
+	s.set(family, "dns-priority", priority)
 }
 
 func routeData(r state.Route, pfx netip.Prefix) map[string]dbus.Variant {

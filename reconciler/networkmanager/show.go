@@ -102,64 +102,16 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	for _, d := range devs {
 		byPath[d.path] = d.name
 	}
-	applied := map[string]settings{}
-	for _, d := range devs {
-		if d.typ == "" || d.state != deviceStateActivated {
-			continue
-		}
-		var a settings
-		var version uint64
-		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
-			applied[d.name] = a
-		}
-	}
+	applied := c.appliedProfiles(ctx, devs)
 	static := staticDNS{}
 	for _, d := range devs {
 		if d.typ == "" {
 			continue // loopback, generic, tun...: not part of the model
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
-		it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
-		if d.state == deviceStateActivated {
-			it.State = state.Up
-		}
-		if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
-			m := int(mtu)
-			it.MTU = &m
-		}
-		if hw, ok := props["HwAddress"].Value().(string); ok && hw != "" {
-			it.MACAddress = &hw
-		}
+		it := deviceInterface(d, props)
 		a := applied[d.name]
-		for _, fam := range []struct {
-			name, prop, iface string
-			dst               **state.IPConfig
-		}{{"ipv4", "Ip4Config", nmdbus.IP4Iface, &it.IPv4}, {"ipv6", "Ip6Config", nmdbus.IP6Iface, &it.IPv6}} {
-			cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
-			ipProps, ok := objs[cfgPath][fam.iface]
-			if !ok {
-				continue
-			}
-			ip := &state.IPConfig{}
-			for _, ad := range dictList(ipProps["AddressData"]) {
-				addr, _ := ad["address"].Value().(string)
-				prefix, _ := ad["prefix"].Value().(uint32)
-				ip.Address = append(ip.Address, state.Address{IP: addr, PrefixLength: int(prefix)})
-			}
-			enabled := len(ip.Address) > 0
-			ip.Enabled = &enabled
-			describeIP(ip, a, fam.name)
-			*fam.dst = ip
-			for _, r := range dictList(ipProps["RouteData"]) {
-				routes.Running = append(routes.Running, runningRoute(r, d.name))
-			}
-			if a != nil {
-				for _, r := range dictList(a[fam.name]["route-data"]) {
-					routes.Config = append(routes.Config, runningRoute(r, d.name))
-				}
-				static.add(a, fam.name)
-			}
-		}
+		objs.readIP(&it, props, a, routes, &static)
 		ports := []string{}
 		if pp, ok := props["Ports"].Value().([]dbus.ObjectPath); ok {
 			for _, p := range pp {
@@ -180,6 +132,75 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	running := runningDNS(objs)
 	s.DNSResolver = &state.DNSResolver{Running: running, Config: static.inOrder(running)}
 	return s, nil
+}
+
+// appliedProfiles reads, by device name, the profile applied to each activated device of
+// a modelled type; a device whose read fails has none.
+func (c *Client) appliedProfiles(ctx context.Context, devs []device) map[string]settings {
+	applied := map[string]settings{}
+	for _, d := range devs {
+		if d.typ == "" || d.state != deviceStateActivated {
+			continue
+		}
+		var a settings
+		var version uint64
+		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
+			applied[d.name] = a
+		}
+	}
+	return applied
+}
+
+// deviceInterface reads what the device itself says: its name, type, whether it is up,
+// its MTU and MAC address.
+func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
+	it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
+	if d.state == deviceStateActivated {
+		it.State = state.Up
+	}
+	if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
+		m := int(mtu)
+		it.MTU = &m
+	}
+	if hw, ok := props["HwAddress"].Value().(string); ok && hw != "" {
+		it.MACAddress = &hw
+	}
+	return it
+}
+
+// readIP fills the interface's ipv4 and ipv6 sections from the device's IP configurations and from
+// a, the profile applied to it (nil for none); it adds the device's running routes, and
+// the routes and DNS the profile sets, to routes and static.
+func (o objects) readIP(it *state.Interface, props map[string]dbus.Variant, a settings, routes *state.Routes, static *staticDNS) {
+	for _, fam := range []struct {
+		name, prop, iface string
+		dst               **state.IPConfig
+	}{{"ipv4", "Ip4Config", nmdbus.IP4Iface, &it.IPv4}, {"ipv6", "Ip6Config", nmdbus.IP6Iface, &it.IPv6}} {
+		cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
+		ipProps, ok := o[cfgPath][fam.iface]
+		if !ok {
+			continue
+		}
+		ip := &state.IPConfig{}
+		for _, ad := range dictList(ipProps["AddressData"]) {
+			addr, _ := ad["address"].Value().(string)
+			prefix, _ := ad["prefix"].Value().(uint32)
+			ip.Address = append(ip.Address, state.Address{IP: addr, PrefixLength: int(prefix)})
+		}
+		enabled := len(ip.Address) > 0
+		ip.Enabled = &enabled
+		describeIP(ip, a, fam.name)
+		*fam.dst = ip
+		for _, r := range dictList(ipProps["RouteData"]) {
+			routes.Running = append(routes.Running, runningRoute(r, it.Name))
+		}
+		if a != nil {
+			for _, r := range dictList(a[fam.name]["route-data"]) {
+				routes.Config = append(routes.Config, runningRoute(r, it.Name))
+			}
+			static.add(a, fam.name)
+		}
+	}
 }
 
 // describeIP reads the family's method and flags from the applied profile as nmstate

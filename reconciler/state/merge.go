@@ -57,22 +57,44 @@ func Merge(sources []Source) (Merged, error) {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Policy < sorted[j].Policy })
 
 	m := Merged{Owners: map[string][]string{}}
+	conflicts, err := m.mergeInterfaces(sorted)
+	if err != nil {
+		return Merged{}, err
+	}
+	routeOwner := m.mergeRoutes(sorted)
+	conflicts = append(conflicts, m.removedRouteConflicts(routeOwner)...)
+	conflicts = append(conflicts, m.mergeDNS(sorted)...)
+
+	if m.State.DNSResolver != nil {
+		m.State.DNSResolver.Interfaces = namedBy(sorted, m.Owners["dns-resolver"])
+	}
+
+	// What no single policy shows: two controllers claiming one port, a VLAN on an
+	// interface another policy removes.
+	if len(conflicts) == 0 {
+		for _, e := range Validate(m.State) {
+			conflicts = append(conflicts, m.attribute(e))
+		}
+	}
+	if len(conflicts) > 0 {
+		return Merged{}, conflicts
+	}
+	return m, nil
+}
+
+// mergeInterfaces sets m's interfaces to the field-by-field union of the sources'
+// interfaces, in the order they are first named, and returns the fields two policies
+// set differently.
+func (m *Merged) mergeInterfaces(sorted []Source) (Conflicts, error) {
 	var conflicts Conflicts
 	fields := map[string]map[string]json.RawMessage{} // interface -> field -> value
 	fieldOwner := map[string]map[string]string{}      // interface -> field -> policy
 	var names []string
 	for _, src := range sorted {
 		for _, it := range src.State.Interfaces {
-			if it.State == "" {
-				it.State = Up // nmstate's default: saying nothing is saying up
-			}
-			raw, err := json.Marshal(it)
+			f, err := interfaceFields(it)
 			if err != nil {
-				return Merged{}, err
-			}
-			var f map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &f); err != nil {
-				return Merged{}, err
+				return nil, err
 			}
 			if _, ok := fields[it.Name]; !ok {
 				fields[it.Name], fieldOwner[it.Name] = map[string]json.RawMessage{}, map[string]string{}
@@ -107,11 +129,33 @@ func Merge(sources []Source) (Merged, error) {
 		raw, _ := json.Marshal(fields[name])
 		var it Interface
 		if err := json.Unmarshal(raw, &it); err != nil {
-			return Merged{}, err
+			return nil, err
 		}
 		m.State.Interfaces = append(m.State.Interfaces, it)
 	}
+	return conflicts, nil
+}
 
+// interfaceFields returns the fields an interface sets, each as its JSON value, so that
+// policies can be compared and merged field by field.
+func interfaceFields(it Interface) (map[string]json.RawMessage, error) {
+	if it.State == "" {
+		it.State = Up // nmstate's default: saying nothing is saying up
+	}
+	raw, err := json.Marshal(it)
+	if err != nil {
+		return nil, err
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// mergeRoutes sets m's routes to every distinct route of the sources, and returns, for
+// each route (by routeKey), the policy that first set it.
+func (m *Merged) mergeRoutes(sorted []Source) map[string]string {
 	routeOwner := map[string]string{}
 	for _, src := range sorted {
 		if src.State.Routes == nil {
@@ -133,27 +177,39 @@ func Merge(sources []Source) (Merged, error) {
 			m.Owners["routes"] = appendOnce(m.Owners["routes"], src.Policy)
 		}
 	}
-	// A route one policy adds and another removes (an absent route selects it, its
-	// left-out fields wildcards): within one policy the removal comes first, nmstate's
-	// way of replacing routes; across two it is a conflict.
-	if m.State.Routes != nil {
-		for _, gone := range m.State.Routes.Config {
-			if gone.State != "absent" {
-				continue
-			}
-			for _, r := range m.State.Routes.Config {
-				a, b := routeOwner[routeKey(gone)], routeOwner[routeKey(r)]
-				if r.State != "absent" && a != b && gone.Selects(r) {
-					conflicts = append(conflicts, &Conflict{
-						Path:     "routes.config[" + r.String() + "]",
-						Reason:   fmt.Sprintf("policy %q adds the route and policy %q removes it%s", b, a, undoHint),
-						Policies: []string{b, a},
-					})
-				}
+	return routeOwner
+}
+
+// removedRouteConflicts finds a route one policy adds and another removes (an absent
+// route selects it, its left-out fields wildcards): within one policy the removal comes
+// first, nmstate's way of replacing routes; across two it is a conflict.
+func (m *Merged) removedRouteConflicts(routeOwner map[string]string) Conflicts {
+	if m.State.Routes == nil {
+		return nil
+	}
+	var conflicts Conflicts
+	for _, gone := range m.State.Routes.Config {
+		if gone.State != "absent" {
+			continue
+		}
+		for _, r := range m.State.Routes.Config {
+			a, b := routeOwner[routeKey(gone)], routeOwner[routeKey(r)]
+			if r.State != "absent" && a != b && gone.Selects(r) {
+				conflicts = append(conflicts, &Conflict{
+					Path:     "routes.config[" + r.String() + "]",
+					Reason:   fmt.Sprintf("policy %q adds the route and policy %q removes it%s", b, a, undoHint),
+					Policies: []string{b, a},
+				})
 			}
 		}
 	}
+	return conflicts
+}
 
+// mergeDNS sets m's DNS configuration to the first policy's; a policy that sets a
+// different one is a conflict, since DNS configuration is not merged field by field.
+func (m *Merged) mergeDNS(sorted []Source) Conflicts {
+	var conflicts Conflicts
 	dnsOwner := ""
 	for _, src := range sorted {
 		if src.State.DNSResolver == nil || src.State.DNSResolver.Config == nil {
@@ -178,22 +234,7 @@ func Merge(sources []Source) (Merged, error) {
 		}
 		m.Owners["dns-resolver"] = appendOnce(m.Owners["dns-resolver"], src.Policy)
 	}
-
-	if m.State.DNSResolver != nil {
-		m.State.DNSResolver.Interfaces = namedBy(sorted, m.Owners["dns-resolver"])
-	}
-
-	// What no single policy shows: two controllers claiming one port, a VLAN on an
-	// interface another policy removes.
-	if len(conflicts) == 0 {
-		for _, e := range Validate(m.State) {
-			conflicts = append(conflicts, m.attribute(e))
-		}
-	}
-	if len(conflicts) > 0 {
-		return Merged{}, conflicts
-	}
-	return m, nil
+	return conflicts
 }
 
 // undoHint: nmoverlay applies a node's policies together where kubernetes-nmstate applies

@@ -224,6 +224,34 @@ func (d *decoder) iface(path string, v any) Interface {
 	if !ok {
 		return it
 	}
+	d.ifaceIdentity(path, m, &it)
+	if v, ok := m["description"]; ok {
+		s := d.str(join(path, "description"), v)
+		it.Description = &s
+	}
+	if v, ok := m["mtu"]; ok {
+		it.MTU = d.integer(join(path, "mtu"), v, 68, 65535)
+	}
+	if v, ok := m["mac-address"]; ok {
+		s := d.str(join(path, "mac-address"), v)
+		it.MACAddress = &s
+	}
+	if v, ok := m["ipv4"]; ok {
+		it.IPv4 = d.ip(join(path, "ipv4"), v, false)
+	}
+	if v, ok := m["ipv6"]; ok {
+		it.IPv6 = d.ip(join(path, "ipv6"), v, true)
+	}
+	if v, ok := m["lldp"]; ok {
+		it.LLDP = d.lldp(join(path, "lldp"), v)
+	}
+	d.ifaceSections(path, m, &it)
+	it.Type = it.inferType()
+	return it
+}
+
+// ifaceIdentity reads what an interface is: its name, its type and its state.
+func (d *decoder) ifaceIdentity(path string, m map[string]any, it *Interface) {
 	if v, ok := m["name"]; ok {
 		it.Name = d.str(join(path, "name"), v)
 	} else {
@@ -249,31 +277,11 @@ func (d *decoder) iface(path string, v any) Interface {
 			d.fail(join(path, "state"), "%q is not one of up, down, absent", st)
 		}
 	}
-	if v, ok := m["description"]; ok {
-		s := d.str(join(path, "description"), v)
-		it.Description = &s
-	}
-	if v, ok := m["mtu"]; ok {
-		it.MTU = d.integer(join(path, "mtu"), v, 68, 65535)
-	}
-	if v, ok := m["mac-address"]; ok {
-		s := d.str(join(path, "mac-address"), v)
-		it.MACAddress = &s
-	}
-	if v, ok := m["ipv4"]; ok {
-		it.IPv4 = d.ip(join(path, "ipv4"), v, false)
-	}
-	if v, ok := m["ipv6"]; ok {
-		it.IPv6 = d.ip(join(path, "ipv6"), v, true)
-	}
-	if v, ok := m["lldp"]; ok {
-		if lm, ok := d.object(join(path, "lldp"), v, []string{"enabled"}, map[string]string{"neighbors": "current state only"}); ok {
-			it.LLDP = &LLDP{}
-			if v, ok := lm["enabled"]; ok {
-				it.LLDP.Enabled = d.boolean(join(path, "lldp.enabled"), v)
-			}
-		}
-	}
+}
+
+// ifaceSections reads an interface's type-specific sections (link-aggregation, vlan,
+// bridge, vrf, mac-vlan, vxlan, veth).
+func (d *decoder) ifaceSections(path string, m map[string]any, it *Interface) {
 	if v, ok := m["link-aggregation"]; ok {
 		it.LinkAggregation = d.bond(join(path, "link-aggregation"), v)
 	}
@@ -293,17 +301,34 @@ func (d *decoder) iface(path string, v any) Interface {
 		it.VXLAN = d.vxlan(join(path, "vxlan"), v)
 	}
 	if v, ok := m["veth"]; ok {
-		if vm, ok := d.object(join(path, "veth"), v, []string{"peer"}, nil); ok {
-			it.Veth = &VethConfig{}
-			if p, ok := vm["peer"]; ok {
-				it.Veth.Peer = d.str(join(path, "veth.peer"), p)
-			} else {
-				d.fail(join(path, "veth.peer"), "required")
-			}
-		}
+		it.Veth = d.veth(join(path, "veth"), v)
 	}
-	it.Type = it.inferType()
-	return it
+}
+
+func (d *decoder) lldp(path string, v any) *LLDP {
+	lm, ok := d.object(path, v, []string{"enabled"}, map[string]string{"neighbors": "current state only"})
+	if !ok {
+		return nil
+	}
+	l := &LLDP{}
+	if v, ok := lm["enabled"]; ok {
+		l.Enabled = d.boolean(join(path, "enabled"), v)
+	}
+	return l
+}
+
+func (d *decoder) veth(path string, v any) *VethConfig {
+	vm, ok := d.object(path, v, []string{"peer"}, nil)
+	if !ok {
+		return nil
+	}
+	c := &VethConfig{}
+	if p, ok := vm["peer"]; ok {
+		c.Peer = d.str(join(path, "peer"), p)
+	} else {
+		d.fail(join(path, "peer"), "required")
+	}
+	return c
 }
 
 func (d *decoder) ip(path string, v any, v6 bool) *IPConfig {

@@ -127,6 +127,8 @@ func checkIfname(name string) string {
 	return ""
 }
 
+// validateSections checks that each type-specific section fits the interface's type and,
+// unless the interface is being removed, what the section holds.
 func validateSections(p string, it Interface, fail func(string, string, ...any)) {
 	sections := []struct {
 		field   string
@@ -150,15 +152,7 @@ func validateSections(p string, it Interface, fail func(string, string, ...any))
 		return
 	}
 	if b := it.LinkAggregation; b != nil && it.Type == Bond {
-		if b.Mode != "" && !slices.Contains(BondModes, b.Mode) {
-			fail(join(p, "link-aggregation.mode"), "%q is not a bond mode (%v)", b.Mode, BondModes)
-		}
-		for k := range b.Options {
-			if !bondOptionName.MatchString(k) || k == "mode" {
-				fail(join(p, "link-aggregation.options."+k), "not a bonding option name (the mode goes in link-aggregation.mode)")
-			}
-		}
-		checkPorts(join(p, "link-aggregation.port"), b.Port, fail)
+		validateBond(p, b, fail)
 	}
 	if v := it.VLAN; v != nil && it.Type == VLAN {
 		if e := checkIfname(v.BaseIface); e != "" {
@@ -168,39 +162,7 @@ func validateSections(p string, it Interface, fail func(string, string, ...any))
 		}
 	}
 	if b := it.Bridge; b != nil && it.Type == LinuxBridge {
-		names := make([]string, len(b.Port))
-		for i, port := range b.Port {
-			names[i] = port.Name
-			pp := index(join(p, "bridge.port"), i)
-			if port.VLAN == nil {
-				continue
-			}
-			switch port.VLAN.Mode {
-			case "access":
-				if port.VLAN.Tag == nil {
-					fail(join(pp, "vlan.tag"), "required in access mode")
-				}
-				if len(port.VLAN.TrunkTags) > 0 {
-					fail(join(pp, "vlan.trunk-tags"), "only in trunk mode")
-				}
-			case "trunk":
-				if len(port.VLAN.TrunkTags) == 0 {
-					fail(join(pp, "vlan.trunk-tags"), "required in trunk mode")
-				}
-			default:
-				fail(join(pp, "vlan.mode"), "%q is not access or trunk", port.VLAN.Mode)
-			}
-			for j, t := range port.VLAN.TrunkTags {
-				tp := index(join(pp, "vlan.trunk-tags"), j)
-				switch {
-				case (t.ID == nil) == (t.IDRange == nil):
-					fail(tp, "give exactly one of id and id-range")
-				case t.IDRange != nil && t.IDRange.Min > t.IDRange.Max:
-					fail(join(tp, "id-range"), "min %d is above max %d", t.IDRange.Min, t.IDRange.Max)
-				}
-			}
-		}
-		checkPorts(join(p, "bridge.port"), names, fail)
+		validateBridge(p, b, fail)
 	}
 	if v := it.VRF; v != nil && it.Type == VRF {
 		switch v.RouteTableID {
@@ -218,19 +180,7 @@ func validateSections(p string, it Interface, fail func(string, string, ...any))
 		}
 	}
 	if x := it.VXLAN; x != nil && it.Type == VXLAN {
-		if x.BaseIface != "" {
-			if e := checkIfname(x.BaseIface); e != "" {
-				fail(join(p, "vxlan.base-iface"), "%q %s", x.BaseIface, e)
-			}
-		}
-		for _, f := range [][2]string{{"remote", x.Remote}, {"local", x.Local}} {
-			if _, err := netip.ParseAddr(f[1]); f[1] != "" && err != nil {
-				fail(join(p, "vxlan."+f[0]), "%q is not an IP address", f[1])
-			}
-		}
-		if x.Remote == "" {
-			fail(join(p, "vxlan.remote"), "required (a multicast group or the remote VTEP)")
-		}
+		validateVXLAN(p, x, fail)
 	}
 	if v := it.Veth; v != nil && it.Type == Veth {
 		if e := checkIfname(v.Peer); e != "" {
@@ -238,6 +188,78 @@ func validateSections(p string, it Interface, fail func(string, string, ...any))
 		} else if v.Peer == it.Name {
 			fail(join(p, "veth.peer"), "a veth cannot peer with itself")
 		}
+	}
+}
+
+// validateBond checks the link-aggregation section of the bond at p.
+func validateBond(p string, b *BondConfig, fail func(string, string, ...any)) {
+	if b.Mode != "" && !slices.Contains(BondModes, b.Mode) {
+		fail(join(p, "link-aggregation.mode"), "%q is not a bond mode (%v)", b.Mode, BondModes)
+	}
+	for k := range b.Options {
+		if !bondOptionName.MatchString(k) || k == "mode" {
+			fail(join(p, "link-aggregation.options."+k), "not a bonding option name (the mode goes in link-aggregation.mode)")
+		}
+	}
+	checkPorts(join(p, "link-aggregation.port"), b.Port, fail)
+}
+
+// validateBridge checks the bridge section of the Linux bridge at p: each port's VLAN
+// filtering, then the port names.
+func validateBridge(p string, b *BridgeConfig, fail func(string, string, ...any)) {
+	names := make([]string, len(b.Port))
+	for i, port := range b.Port {
+		names[i] = port.Name
+		if port.VLAN != nil {
+			validateBridgePortVLAN(index(join(p, "bridge.port"), i), port.VLAN, fail)
+		}
+	}
+	checkPorts(join(p, "bridge.port"), names, fail)
+}
+
+// validateBridgePortVLAN checks the vlan section of the bridge port at pp: the fields its
+// mode requires or forbids, and each trunk tag.
+func validateBridgePortVLAN(pp string, v *BridgeVLAN, fail func(string, string, ...any)) {
+	switch v.Mode {
+	case "access":
+		if v.Tag == nil {
+			fail(join(pp, "vlan.tag"), "required in access mode")
+		}
+		if len(v.TrunkTags) > 0 {
+			fail(join(pp, "vlan.trunk-tags"), "only in trunk mode")
+		}
+	case "trunk":
+		if len(v.TrunkTags) == 0 {
+			fail(join(pp, "vlan.trunk-tags"), "required in trunk mode")
+		}
+	default:
+		fail(join(pp, "vlan.mode"), "%q is not access or trunk", v.Mode)
+	}
+	for j, t := range v.TrunkTags {
+		tp := index(join(pp, "vlan.trunk-tags"), j)
+		switch {
+		case (t.ID == nil) == (t.IDRange == nil):
+			fail(tp, "give exactly one of id and id-range")
+		case t.IDRange != nil && t.IDRange.Min > t.IDRange.Max:
+			fail(join(tp, "id-range"), "min %d is above max %d", t.IDRange.Min, t.IDRange.Max)
+		}
+	}
+}
+
+// validateVXLAN checks the vxlan section of the VXLAN at p.
+func validateVXLAN(p string, x *VXLANConfig, fail func(string, string, ...any)) {
+	if x.BaseIface != "" {
+		if e := checkIfname(x.BaseIface); e != "" {
+			fail(join(p, "vxlan.base-iface"), "%q %s", x.BaseIface, e)
+		}
+	}
+	for _, f := range [][2]string{{"remote", x.Remote}, {"local", x.Local}} {
+		if _, err := netip.ParseAddr(f[1]); f[1] != "" && err != nil {
+			fail(join(p, "vxlan."+f[0]), "%q is not an IP address", f[1])
+		}
+	}
+	if x.Remote == "" {
+		fail(join(p, "vxlan.remote"), "required (a multicast group or the remote VTEP)")
 	}
 }
 

@@ -63,50 +63,11 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	}
 	verifyIP(add, n+".ipv4", want.IPv4, got.IPv4)
 	verifyIP(add, n+".ipv6", want.IPv6, got.IPv6)
-	if w := want.LinkAggregation; w != nil {
-		g := got.LinkAggregation
-		if g == nil {
-			g = &BondConfig{}
-		}
-		if w.Mode != "" && w.Mode != g.Mode {
-			add("%s.link-aggregation.mode: %s, want %s", n, orNone(string(g.Mode)), w.Mode)
-		}
-		for _, k := range sortedKeys(w.Options) {
-			if v, ok := g.Options[k]; !ok || !sameBondOption(v, w.Options[k]) {
-				add("%s.link-aggregation.options.%s: %s, want %s", n, k, orNone(v), w.Options[k])
-			}
-		}
-		verifyPorts(add, n+".link-aggregation.port", w.Port, g.Port)
+	if want.LinkAggregation != nil {
+		verifyBond(add, n, want.LinkAggregation, got.LinkAggregation)
 	}
-	if w := want.Bridge; w != nil {
-		g := got.Bridge
-		if g == nil {
-			g = &BridgeConfig{}
-		}
-		if w.Options != nil && w.Options.STP != nil && w.Options.STP.Enabled != nil {
-			var have *bool
-			if g.Options != nil && g.Options.STP != nil {
-				have = g.Options.STP.Enabled
-			}
-			if have == nil || *have != *w.Options.STP.Enabled {
-				add("%s.bridge.options.stp.enabled: %s, want %t", n, boolOrNone(have), *w.Options.STP.Enabled)
-			}
-		}
-		verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
-		for _, wp := range w.Port {
-			if wp.VLAN == nil {
-				continue
-			}
-			var have *BridgeVLAN
-			for _, gp := range g.Port {
-				if gp.Name == wp.Name {
-					have = gp.VLAN
-				}
-			}
-			if !wp.VLAN.Equivalent(have) {
-				add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have, wp.VLAN)
-			}
-		}
+	if want.Bridge != nil {
+		verifyBridge(add, n, want.Bridge, got.Bridge)
 	}
 	if w := want.VRF; w != nil {
 		g := got.VRF
@@ -128,6 +89,56 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 		g := got.VXLAN
 		if g == nil || g.ID != w.ID || (w.BaseIface != "" && g.BaseIface != w.BaseIface) || (w.Remote != "" && !sameIP(g.Remote, w.Remote)) {
 			add("%s.vxlan: %v, want id %d remote %s on %s", n, g, w.ID, orNone(w.Remote), orNone(w.BaseIface))
+		}
+	}
+}
+
+// verifyBond compares the bond n's link-aggregation section: the mode and options the
+// policy sets, and the ports. A missing section (got nil) is compared as an empty one.
+func verifyBond(add func(string, ...any), n string, w, g *BondConfig) {
+	if g == nil {
+		g = &BondConfig{}
+	}
+	if w.Mode != "" && w.Mode != g.Mode {
+		add("%s.link-aggregation.mode: %s, want %s", n, orNone(string(g.Mode)), w.Mode)
+	}
+	for _, k := range sortedKeys(w.Options) {
+		if v, ok := g.Options[k]; !ok || !sameBondOption(v, w.Options[k]) {
+			add("%s.link-aggregation.options.%s: %s, want %s", n, k, orNone(v), w.Options[k])
+		}
+	}
+	verifyPorts(add, n+".link-aggregation.port", w.Port, g.Port)
+}
+
+// verifyBridge compares the bridge n's bridge section: STP if the policy sets it, the
+// ports, and each port's VLAN filtering. A missing section (got nil) is compared as an
+// empty one.
+func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig) {
+	if g == nil {
+		g = &BridgeConfig{}
+	}
+	if w.Options != nil && w.Options.STP != nil && w.Options.STP.Enabled != nil {
+		var have *bool
+		if g.Options != nil && g.Options.STP != nil {
+			have = g.Options.STP.Enabled
+		}
+		if have == nil || *have != *w.Options.STP.Enabled {
+			add("%s.bridge.options.stp.enabled: %s, want %t", n, boolOrNone(have), *w.Options.STP.Enabled)
+		}
+	}
+	verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
+	for _, wp := range w.Port {
+		if wp.VLAN == nil {
+			continue
+		}
+		var have *BridgeVLAN
+		for _, gp := range g.Port {
+			if gp.Name == wp.Name {
+				have = gp.VLAN
+			}
+		}
+		if !wp.VLAN.Equivalent(have) {
+			add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have, wp.VLAN)
 		}
 	}
 }

@@ -269,8 +269,8 @@ var _ = Describe("removing nmoverlay with kubectl delete -k", Ordered, func() {
 	})
 
 	It("transforms as kubectl kustomize does beyond what deploy/ uses today", func() {
-		// deploy's own fixture: the transformations it implements, on inputs deploy/ does not
-		// have yet (deploy_test.go checks the results themselves).
+		// deploy's own fixture: kustomize transformations on inputs deploy/ does not have yet
+		// (deploy_test.go checks the results themselves).
 		dir := filepath.Join(kustomizeDir, "testdata", "transform")
 		objs, err := deploy.ObjectsFrom(os.DirFS(dir), deploy.Options{})
 		Expect(err).NotTo(HaveOccurred())
