@@ -222,8 +222,9 @@ var _ = Describe("the admission policies", Ordered, func() {
 			e := labelledEnactment(admNodeA+".some-policy", admNodeA, "some-policy")
 			Expect(handlerA.Create(ctx, e)).To(Succeed())
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, e))).To(Succeed()) })
+			before := e.DeepCopy()
 			e.Status.BootID = "boot-1"
-			Expect(handlerA.Status().Update(ctx, e)).To(Succeed())
+			Expect(handlerA.Status().Patch(ctx, e, client.MergeFrom(before))).To(Succeed(), "the handler patches its enactments' status")
 			got := &v1beta1.NodeNetworkConfigurationEnactment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(e), got)).To(Succeed())
 			Expect(got.Status.BootID).To(Equal("boot-1"))
@@ -253,8 +254,9 @@ var _ = Describe("the admission policies", Ordered, func() {
 
 			theirs := labelledEnactment(admNodeB+".some-policy", admNodeB, "some-policy")
 			create(theirs)
+			before := theirs.DeepCopy()
 			theirs.Status.BootID = "boot-taken-over"
-			expectDenied(handlerA.Status().Update(ctx, theirs.DeepCopy()), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB, "(status)")
+			expectDenied(handlerA.Status().Patch(ctx, theirs.DeepCopy(), client.MergeFrom(before)), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB, "(status)")
 			expectDenied(handlerA.Delete(ctx, theirs.DeepCopy()), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
 			got := &v1beta1.NodeNetworkConfigurationEnactment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed(), "still there")

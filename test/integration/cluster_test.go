@@ -4,6 +4,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -38,12 +39,13 @@ func policyCondition(name string) func() string {
 	}
 }
 
-var _ = Describe("the cluster controller", Ordered, func() {
+var _ = Describe("the cluster controller", func() {
 	ctx := context.Background()
-	pool := map[string]string{"pool": "c"}
+	var pools int
 
 	// report writes an enactment as a handler on that node would.
 	report := func(nodeName, policy string, generation int64, set func(*v1beta1.NodeNetworkConfigurationEnactment, string)) {
+		GinkgoHelper()
 		e := &v1beta1.NodeNetworkConfigurationEnactment{}
 		err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e)
 		if err != nil {
@@ -56,9 +58,15 @@ var _ = Describe("the cluster controller", Ordered, func() {
 		Expect(k8s.Status().Update(ctx, e)).To(Succeed())
 	}
 
-	BeforeAll(func() {
-		for _, name := range []string{"c-1", "c-2", "c-3"} {
-			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "c"}}})).To(Succeed())
+	// start runs the controller until the spec ends, and creates a pool of three nodes of
+	// the spec's own, c<n>-1 to c<n>-3 labelled pool=c<n>; it returns the pool's name.
+	start := func() string {
+		GinkgoHelper()
+		pools++
+		pool := fmt.Sprintf("c%d", pools)
+		for i := 1; i <= 3; i++ {
+			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", pool, i),
+				Labels: map[string]string{"pool": pool}}})).To(Succeed())
 		}
 		skipNameValidation := true // the handlers' simulated nodes share this process
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
@@ -73,56 +81,81 @@ var _ = Describe("the cluster controller", Ordered, func() {
 			Expect(mgr.Start(mctx)).To(Succeed())
 		}()
 		DeferCleanup(func() { cancel(); <-done })
-	})
+		return pool
+	}
+
+	// rolledOut creates the pool's policy and reports it Available on every node.
+	rolledOut := func(pool string) string {
+		GinkgoHelper()
+		name := pool + "-br"
+		Expect(k8s.Create(ctx, policy(name, map[string]string{"pool": pool}, `{"interfaces":[{"name":"br9","type":"linux-bridge"}]}`))).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed()) })
+		for i := 1; i <= 3; i++ {
+			report(fmt.Sprintf("%s-%d", pool, i), name, 1, node.SetAvailable)
+		}
+		Eventually(policyCondition(name), "10s").Should(Equal("Available=SuccessfullyConfigured: 3/3 nodes successfully configured"))
+		return name
+	}
 
 	It("reports a policy that selects no node as ignored", func() {
-		Expect(k8s.Create(ctx, policy("c-none", map[string]string{"pool": "nowhere"}, `{}`))).To(Succeed())
-		Eventually(policyCondition("c-none"), "10s").Should(Equal("Ignored=NoMatchingNode: no node matches the node selector"))
+		pool := start()
+		name := pool + "-none"
+		Expect(k8s.Create(ctx, policy(name, map[string]string{"pool": "nowhere"}, `{}`))).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed()) })
+		Eventually(policyCondition(name), "10s").Should(Equal("Ignored=NoMatchingNode: no node matches the node selector"))
 	})
 
 	It("is progressing until every selected node reports, then available", func() {
-		Expect(k8s.Create(ctx, policy("c-br", pool, `{"interfaces":[{"name":"br9","type":"linux-bridge"}]}`))).To(Succeed())
-		Eventually(policyCondition("c-br"), "10s").Should(Equal("Progressing=ConfigurationProgressing: 0/3 nodes configured, 0 failed, 3 in progress"))
-		report("c-1", "c-br", 1, node.SetAvailable)
-		report("c-2", "c-br", 1, node.SetAvailable)
-		Eventually(policyCondition("c-br"), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 2/3"))
-		report("c-3", "c-br", 1, node.SetAvailable)
-		Eventually(policyCondition("c-br"), "10s").Should(Equal("Available=SuccessfullyConfigured: 3/3 nodes successfully configured"))
-		Eventually(func() []string { return policyEvents("c-br") }, "10s").Should(ConsistOf("Normal SuccessfullyConfigured 3/3 nodes successfully configured"),
+		pool := start()
+		name := pool + "-br"
+		Expect(k8s.Create(ctx, policy(name, map[string]string{"pool": pool}, `{"interfaces":[{"name":"br9","type":"linux-bridge"}]}`))).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed()) })
+		Eventually(policyCondition(name), "10s").Should(Equal("Progressing=ConfigurationProgressing: 0/3 nodes configured, 0 failed, 3 in progress"))
+		report(pool+"-1", name, 1, node.SetAvailable)
+		report(pool+"-2", name, 1, node.SetAvailable)
+		Eventually(policyCondition(name), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 2/3"))
+		report(pool+"-3", name, 1, node.SetAvailable)
+		Eventually(policyCondition(name), "10s").Should(Equal("Available=SuccessfullyConfigured: 3/3 nodes successfully configured"))
+		Eventually(func() []string { return policyEvents(name) }, "10s").Should(ConsistOf("Normal SuccessfullyConfigured 3/3 nodes successfully configured"),
 			"one event for the policy, not one per node")
 	})
 
 	It("counts only enactments of the current generation", func() {
+		pool := start()
+		name := rolledOut(pool)
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-br"}, p)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
 		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"br9","type":"linux-bridge","mtu":9000}]}`)}
 		Expect(k8s.Update(ctx, p)).To(Succeed())
-		Eventually(policyCondition("c-br"), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 0/3"))
-		for _, n := range []string{"c-1", "c-2"} {
-			report(n, "c-br", 2, node.SetAvailable)
-		}
-		report("c-3", "c-br", 2, node.SetFailing)
-		Eventually(policyCondition("c-br"), "10s").Should(Equal("Degraded=FailedToConfigure: 1/3 nodes failed to configure"))
-		Eventually(func() []string { return policyEvents("c-br") }, "10s").Should(ContainElement("Warning FailedToConfigure 1/3 nodes failed to configure"))
+		Eventually(policyCondition(name), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 0/3"))
+		report(pool+"-1", name, 2, node.SetAvailable)
+		report(pool+"-2", name, 2, node.SetAvailable)
+		report(pool+"-3", name, 2, node.SetFailing)
+		Eventually(policyCondition(name), "10s").Should(Equal("Degraded=FailedToConfigure: 1/3 nodes failed to configure"))
+		Eventually(func() []string { return policyEvents(name) }, "10s").Should(ContainElement("Warning FailedToConfigure 1/3 nodes failed to configure"))
 	})
 
 	It("follows node label changes and writes nothing when nothing changed", func() {
+		pool := start()
+		name := rolledOut(pool)
+		report(pool+"-3", name, 1, node.SetFailing)
+		Eventually(policyCondition(name), "10s").Should(Equal("Degraded=FailedToConfigure: 1/3 nodes failed to configure"))
 		n := &corev1.Node{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-3"}, n)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: pool + "-3"}, n)).To(Succeed())
 		n.Labels["pool"] = "other"
 		Expect(k8s.Update(ctx, n)).To(Succeed())
-		Eventually(policyCondition("c-br"), "10s").Should(Equal("Available=SuccessfullyConfigured: 2/2 nodes successfully configured"))
+		Eventually(policyCondition(name), "10s").Should(Equal("Available=SuccessfullyConfigured: 2/2 nodes successfully configured"))
 
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-br"}, p)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
 		version := p.ResourceVersion
 		since := meta.FindStatusCondition(p.Status.Conditions, shared.PolicyAvailable).LastTransitionTime
-		report("c-1", "c-br", 2, node.SetAvailable) // an enactment write that changes nothing
+		report(pool+"-1", name, 1, node.SetAvailable) // an enactment write that changes nothing
 		Consistently(func() string {
 			got := &nmstatev1.NodeNetworkConfigurationPolicy{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Name: "c-br"}, got)).To(Succeed())
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
 			return got.ResourceVersion
 		}, "1s").Should(Equal(version))
-		Expect(since.IsZero()).To(BeFalse())
+		Expect(since.IsZero()).To(BeFalse(), "the Available condition has a transition time")
 	})
 })

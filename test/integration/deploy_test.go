@@ -70,8 +70,10 @@ var _ = Describe("the deploy manifests", Ordered, func() {
 		}
 		const nmstate = "nmstate.io"
 		Eventually(func() bool {
-			return can("nmoverlay-handler", "update", nmstate, "nodenetworkconfigurationenactments", "status")
+			return can("nmoverlay-handler", "patch", nmstate, "nodenetworkconfigurationenactments", "status")
 		}, "5s").Should(BeTrue())
+		Expect(access("nmoverlay-handler", "update", nmstate, "nodenetworkconfigurationenactments", "status")).To(Equal("denied"), "it patches them")
+		Expect(access("nmoverlay-handler", "update", nmstate, "nodenetworkstates", "status")).To(Equal("allowed"))
 		Expect(access("nmoverlay-handler", "create", nmstate, "nodenetworkstates", "")).To(Equal("allowed"))
 		Expect(access("nmoverlay-handler", "watch", nmstate, "nodenetworkconfigurationpolicies", "")).To(Equal("allowed"))
 		Expect(access("nmoverlay-handler", "list", "", "nodes", "")).To(Equal("allowed"))

@@ -4,6 +4,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -18,73 +19,105 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
-var _ = Describe("the NodeNetworkState reporter", Ordered, func() {
+// reporterNode is one spec's node with a NodeNetworkState reporter over a state the spec
+// sets, counting its reads.
+type reporterNode struct {
+	name    string
+	mu      sync.Mutex
+	current state.State
+	reads   int
+	changes chan struct{}
+}
+
+var reporterNodes int
+
+func mtu(v int) *int { return &v }
+
+// startReporter creates a node of the spec's own and runs its reporter until the spec ends,
+// over a node with eth0 at MTU 1500.
+func startReporter() *reporterNode {
+	GinkgoHelper()
+	reporterNodes++
 	ctx := context.Background()
-	var (
-		mu      sync.Mutex
-		current state.State
-		reads   int
-		changes = make(chan struct{}, 1)
-		stop    context.CancelFunc
-		done    = make(chan struct{})
-	)
-	setState := func(s state.State) {
-		mu.Lock()
-		current = s
-		mu.Unlock()
-		changes <- struct{}{}
+	n := &reporterNode{name: fmt.Sprintf("rep-node-%d", reporterNodes), changes: make(chan struct{}, 1),
+		current: state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(1500)}}}}
+	Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}})).To(Succeed())
+	r := &node.Reporter{Client: k8s, NodeName: n.name, Changes: n.changes, MinInterval: time.Second,
+		Show: func(context.Context) (state.State, error) {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.reads++
+			return n.current, nil
+		},
+		NMVersion: func() (string, error) { return "1.42.4", nil },
+		Overlay: func() (*v1beta1.OverlayStatus, error) {
+			return &v1beta1.OverlayStatus{Ephemeral: []v1beta1.EphemeralProfile{{File: "br-ex.nmconnection", Change: "added", ID: "br-ex", Owned: false}}}, nil
+		},
 	}
-	nns := func() *v1beta1.NodeNetworkState {
-		n := &v1beta1.NodeNetworkState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: "rep-node"}, n); err != nil {
-			return nil
-		}
-		return n
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Start(rctx) }()
+	DeferCleanup(func() { stop(); <-done })
+	return n
+}
+
+func (n *reporterNode) set(s state.State) {
+	n.mu.Lock()
+	n.current = s
+	n.mu.Unlock()
+	n.changes <- struct{}{}
+}
+
+func (n *reporterNode) readCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.reads
+}
+
+// nns is the node's NodeNetworkState, nil until there is one.
+func (n *reporterNode) nns() *v1beta1.NodeNetworkState {
+	s := &v1beta1.NodeNetworkState{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: n.name}, s); err != nil {
+		return nil
 	}
-	mtu := func(v int) *int { return &v }
+	return s
+}
 
-	BeforeAll(func() {
-		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rep-node"}})).To(Succeed())
-		current = state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(1500)}}}
-		r := &node.Reporter{Client: k8s, NodeName: "rep-node", Changes: changes, MinInterval: time.Second,
-			Show: func(context.Context) (state.State, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				reads++
-				return current, nil
-			},
-			NMVersion: func() (string, error) { return "1.42.4", nil },
-			Overlay: func() (*v1beta1.OverlayStatus, error) {
-				return &v1beta1.OverlayStatus{Ephemeral: []v1beta1.EphemeralProfile{{File: "br-ex.nmconnection", Change: "added", ID: "br-ex", Owned: false}}}, nil
-			},
+// reported waits for the reporter's first write.
+func (n *reporterNode) reported() {
+	GinkgoHelper()
+	Eventually(func() string {
+		if s := n.nns(); s != nil {
+			return string(s.Status.CurrentState.Raw)
 		}
-		var rctx context.Context
-		rctx, stop = context.WithCancel(ctx)
-		go func() { defer close(done); _ = r.Start(rctx) }()
-		DeferCleanup(func() { stop(); <-done })
-	})
+		return ""
+	}, "10s").Should(ContainSubstring(`"mtu":1500`))
+}
 
+var _ = Describe("the NodeNetworkState reporter", func() {
 	It("creates the node's state at start, owned by the Node, with the overlay's unowned profiles", func() {
-		Eventually(nns, "10s").ShouldNot(BeNil())
-		Eventually(func() string { n := nns(); return string(n.Status.CurrentState.Raw) }, "10s").Should(ContainSubstring(`"mtu":1500`))
-		n := nns()
-		Expect(n.OwnerReferences).To(ContainElement(HaveField("Name", "rep-node")))
-		Expect(n.Status.HostNetworkManagerVersion).To(Equal("1.42.4"))
-		Expect(n.Status.Overlay.Ephemeral).To(ContainElement(HaveField("Owned", false)))
+		n := startReporter()
+		n.reported()
+		s := n.nns()
+		Expect(s.OwnerReferences).To(ContainElement(HaveField("Name", n.name)))
+		Expect(s.Status.HostNetworkManagerVersion).To(Equal("1.42.4"))
+		Expect(s.Status.Overlay.Ephemeral).To(ContainElement(HaveField("Owned", false)))
 	})
 
 	It("writes nothing when a change signal brings no change", func() {
-		version := nns().ResourceVersion
-		mu.Lock()
-		before := reads
-		mu.Unlock()
-		changes <- struct{}{}
-		Eventually(func() int { mu.Lock(); defer mu.Unlock(); return reads }, "5s").Should(BeNumerically(">", before))
-		Consistently(func() string { return nns().ResourceVersion }, "1s").Should(Equal(version))
+		n := startReporter()
+		n.reported()
+		version := n.nns().ResourceVersion
+		before := n.readCount()
+		n.changes <- struct{}{}
+		Eventually(n.readCount, "5s").Should(BeNumerically(">", before))
+		Consistently(func() string { return n.nns().ResourceVersion }, "1s").Should(Equal(version))
 	})
 
 	It("writes the new state when it changed", func() {
-		setState(state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(9000)}}})
-		Eventually(func() string { return string(nns().Status.CurrentState.Raw) }, "5s").Should(ContainSubstring(`"mtu":9000`))
+		n := startReporter()
+		n.reported()
+		n.set(state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(9000)}}})
+		Eventually(func() string { return string(n.nns().Status.CurrentState.Raw) }, "5s").Should(ContainSubstring(`"mtu":9000`))
 	})
 })
