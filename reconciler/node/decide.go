@@ -84,10 +84,10 @@ type Decision struct {
 	// NeedRollout names the policies whose rollout slots must be read (Snapshot.Rollout)
 	// before Decide can decide; nothing else is set then.
 	NeedRollout []string
-	// Apply, when not nil, is the state to hand the engine: it differs from the last
-	// committed one. Composed is the state the pass stands for either way.
-	Apply    *Plan
+	// Composed is the state the pass stands for; Apply says to hand it to the engine: it
+	// differs from the last committed one.
 	Composed Plan
+	Apply    bool
 	// Plan is the selected policies as written; Current names those composed at their
 	// current generation; InEffect those applied in this boot at this generation.
 	Plan     Plan
@@ -167,7 +167,7 @@ func Decide(s Snapshot) Decision {
 	if key := commitKey(s.Boot, d.Composed); key != s.Committed {
 		// The engine is idempotent, but a pass that changes nothing (a retry that leaves
 		// a failed policy out) need not cost a transaction and the probes.
-		d.Apply = &d.Composed
+		d.Apply = true
 	}
 	d.Settle = true
 	return d

@@ -110,11 +110,11 @@ type want struct {
 }
 
 func names(d Decision) []string {
-	if d.Apply == nil {
+	if !d.Apply {
 		return nil
 	}
 	var out []string
-	for _, it := range d.Apply.Apply.Interfaces {
+	for _, it := range d.Composed.Apply.Interfaces {
 		out = append(out, it.Name)
 	}
 	return out
@@ -279,7 +279,7 @@ func TestDecide(t *testing.T) {
 			d := Decide(tc.s)
 			if tc.want.apply != nil && len(tc.want.apply) == 0 {
 				tc.want.apply = nil // the empty state differs from the committed "": applied, with no interface
-				if d.Apply == nil {
+				if !d.Apply {
 					t.Errorf("no transaction, want one of the empty state")
 				}
 			}

@@ -248,7 +248,7 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	h.logDecision(ctx, s, d)
 	if d.Settle {
 		var applyErr error
-		if d.Apply != nil {
+		if d.Apply {
 			if d.NewBoot {
 				log.Info("boot re-convergence: applying the node's policies again", "boot", v.boot, "policies", s.versions(d.Composed.Applied))
 			}
