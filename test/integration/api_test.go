@@ -40,20 +40,23 @@ func examplePolicies() map[string]*unstructured.Unstructured {
 	return policies
 }
 
-var _ = Describe("the nmstate.io API", Ordered, func() {
+var _ = Describe("the nmstate.io API", func() {
 	ctx := context.Background()
 
-	// The example policies select every node: remove them so other specs' nodes do not
-	// get them.
-	AfterAll(func() {
-		Expect(k8s.DeleteAllOf(ctx, &nmstatev1.NodeNetworkConfigurationPolicy{})).To(Succeed())
-		Expect(k8s.DeleteAllOf(ctx, &v1beta1.NodeNetworkConfigurationEnactment{})).To(Succeed())
-		Expect(k8s.DeleteAllOf(ctx, &v1beta1.NodeNetworkState{})).To(Succeed())
-	})
+	// createExamples creates the example policies for one spec and deletes them when it
+	// ends: they select every node, other specs' nodes included.
+	createExamples := func() map[string]*unstructured.Unstructured {
+		GinkgoHelper()
+		examples := examplePolicies()
+		for f, obj := range examples {
+			Expect(k8s.Create(ctx, obj)).To(Succeed(), f)
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+		}
+		return examples
+	}
 
 	It("accepts kubernetes-nmstate policy manifests unchanged, v1 and v1beta1", func() {
-		for f, obj := range examplePolicies() {
-			Expect(k8s.Create(ctx, obj)).To(Succeed(), f)
+		for f, obj := range createExamples() {
 			raw, err := os.ReadFile(f)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -72,6 +75,7 @@ var _ = Describe("the nmstate.io API", Ordered, func() {
 	})
 
 	It("serves the v1beta1 policy as the same object", func() {
+		createExamples()
 		old := &v1beta1.NodeNetworkConfigurationPolicy{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "bond0-eth1-eth2-vlan"}, old)).To(Succeed())
 		Expect(old.Spec.NodeSelector).To(HaveKeyWithValue("node-role.kubernetes.io/worker", ""))
@@ -81,6 +85,7 @@ var _ = Describe("the nmstate.io API", Ordered, func() {
 	})
 
 	It("keeps status conditions through the status subresource", func() {
+		createExamples()
 		policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "br1-eth1-policy"}, policy)).To(Succeed())
 		policy.Status.Conditions = []metav1.Condition{{Type: shared.PolicyAvailable, Status: metav1.ConditionTrue,
@@ -98,6 +103,7 @@ var _ = Describe("the nmstate.io API", Ordered, func() {
 			Labels: map[string]string{shared.NodeLabel: "worker-0", shared.PolicyLabel: "br1-eth1-policy"},
 		}}
 		Expect(k8s.Create(ctx, nnce)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, nnce)).To(Succeed()) })
 		nnce.Status = v1beta1.NodeNetworkConfigurationEnactmentStatus{PolicyGeneration: 1, BootID: "b-1",
 			DesiredState: shared.State{Raw: []byte(`{"interfaces":[{"name":"br1","type":"linux-bridge"}]}`)},
 			Conditions: []metav1.Condition{{Type: shared.EnactmentAvailable, Status: metav1.ConditionTrue,
@@ -111,6 +117,7 @@ var _ = Describe("the nmstate.io API", Ordered, func() {
 
 		nns := &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}}
 		Expect(k8s.Create(ctx, nns)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, nns)).To(Succeed()) })
 		nns.Status.HostNetworkManagerVersion = "1.42.4"
 		nns.Status.Overlay = &v1beta1.OverlayStatus{Ephemeral: []v1beta1.EphemeralProfile{{File: "br-ex.nmconnection", Change: "added", Owned: false}}}
 		Expect(k8s.Status().Update(ctx, nns)).To(Succeed())
