@@ -475,14 +475,36 @@ func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 		}
 	}
 	// Our activation object ending deactivated, with nothing else running the profile, is
-	// a failure; a vanished one may have been replaced by a re-activation: keep waiting.
+	// a failure; a vanished one may have been replaced by a re-activation of our profile
+	// (a controller re-activating its ports): keep waiting, unless the device now runs
+	// another profile, which NetworkManager auto-activated over ours (a port released by its
+	// deleted controller): that one stays unless ours is activated again.
 	var st uint32
-	if c.prop(t.active, nmdbus.ActiveIface, "State", &st) == nil && st == activeStateDeactivated {
-		var reason uint32
-		_ = c.prop(t.active, nmdbus.ActiveIface, "StateFlags", &reason)
+	err := c.prop(t.active, nmdbus.ActiveIface, "State", &st)
+	if err == nil && st == activeStateDeactivated {
 		return false, "NetworkManager deactivated it (" + c.deviceStateText(ctx, t.name) + ")"
 	}
+	if err != nil {
+		if other := c.otherProfile(ctx, t); other != "" {
+			return false, "NetworkManager activated " + other + " on it instead"
+		}
+	}
 	return false, ""
+}
+
+// otherProfile names the profile t's device runs or activates when it is not t's, or "".
+func (c *Client) otherProfile(ctx context.Context, t activation) string {
+	var dev, ac, conn dbus.ObjectPath
+	if c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", t.name).Store(&dev) != nil ||
+		c.prop(dev, nmdbus.DeviceIface, "ActiveConnection", &ac) != nil || ac == "/" ||
+		c.prop(ac, nmdbus.ActiveIface, "Connection", &conn) != nil || conn == t.profile {
+		return ""
+	}
+	s, err := c.nm.Settings(ctx, conn)
+	if err != nil {
+		return string(conn)
+	}
+	return fmt.Sprintf("%q", settings(s).str("connection", "id"))
 }
 
 // deviceStateText describes an interface's device for error messages.
