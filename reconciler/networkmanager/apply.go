@@ -465,14 +465,9 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 
 // activated: whether t's interface runs t's profile; failed says why it never will.
 func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
-	var dev dbus.ObjectPath
-	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", t.name).Store(&dev); err == nil {
-		var st uint32
-		var ac, conn dbus.ObjectPath
-		if c.prop(dev, nmdbus.DeviceIface, "State", &st) == nil && c.prop(dev, nmdbus.DeviceIface, "ActiveConnection", &ac) == nil &&
-			st == deviceStateActivated && ac != "/" && c.prop(ac, nmdbus.ActiveIface, "Connection", &conn) == nil && conn == t.profile {
-			return true, ""
-		}
+	running, devState := c.deviceRuns(ctx, t.name)
+	if running == t.profile && devState == deviceStateActivated {
+		return true, ""
 	}
 	// Our activation object ending deactivated, with nothing else running the profile, is
 	// a failure; a vanished one may have been replaced by a re-activation of our profile
@@ -484,27 +479,27 @@ func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 	if err == nil && st == activeStateDeactivated {
 		return false, "NetworkManager deactivated it (" + c.deviceStateText(ctx, t.name) + ")"
 	}
-	if err != nil {
-		if other := c.otherProfile(ctx, t); other != "" {
-			return false, "NetworkManager activated " + other + " on it instead"
+	if err != nil && running != "" && running != t.profile {
+		name := string(running)
+		if s, err := c.nm.Settings(ctx, running); err == nil {
+			name = fmt.Sprintf("%q", settings(s).str("connection", "id"))
 		}
+		return false, "NetworkManager activated " + name + " on it instead"
 	}
 	return false, ""
 }
 
-// otherProfile names the profile t's device runs or activates when it is not t's, or "".
-func (c *Client) otherProfile(ctx context.Context, t activation) string {
-	var dev, ac, conn dbus.ObjectPath
-	if c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", t.name).Store(&dev) != nil ||
+// deviceRuns reads the interface's device: the profile it runs or activates ("" for none)
+// and its state.
+func (c *Client) deviceRuns(ctx context.Context, iface string) (profile dbus.ObjectPath, state uint32) {
+	var dev, ac dbus.ObjectPath
+	if c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", iface).Store(&dev) != nil ||
+		c.prop(dev, nmdbus.DeviceIface, "State", &state) != nil ||
 		c.prop(dev, nmdbus.DeviceIface, "ActiveConnection", &ac) != nil || ac == "/" ||
-		c.prop(ac, nmdbus.ActiveIface, "Connection", &conn) != nil || conn == t.profile {
-		return ""
+		c.prop(ac, nmdbus.ActiveIface, "Connection", &profile) != nil {
+		return "", state
 	}
-	s, err := c.nm.Settings(ctx, conn)
-	if err != nil {
-		return string(conn)
-	}
-	return fmt.Sprintf("%q", settings(s).str("connection", "id"))
+	return profile, state
 }
 
 // deviceStateText describes an interface's device for error messages.

@@ -5,29 +5,38 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 )
 
-func setEnactment(e *v1beta1.NodeNetworkConfigurationEnactment, condType, reason, message string) {
-	shared.SetExclusive(&e.Status.Conditions, shared.EnactmentTypes, condType, reason, message, 0)
+// reasons are the reason each enactment condition type is set True with.
+var reasons = map[string]string{
+	shared.EnactmentAvailable:   shared.ReasonSuccessfullyConfigured,
+	shared.EnactmentFailing:     shared.ReasonFailedToConfigure,
+	shared.EnactmentProgressing: shared.ReasonConfigurationProgressing,
+	shared.EnactmentPending:     shared.ReasonMaxUnavailableLimitReached,
+}
+
+// setEnactment makes condType True with message, every other type False.
+func setEnactment(e *v1beta1.NodeNetworkConfigurationEnactment, condType, message string) {
+	shared.SetExclusive(&e.Status.Conditions, shared.EnactmentTypes, condType, reasons[condType], message, 0)
 }
 
 // SetAvailable: the policy is applied on this node.
 func SetAvailable(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
-	setEnactment(e, shared.EnactmentAvailable, shared.ReasonSuccessfullyConfigured, message)
+	setEnactment(e, shared.EnactmentAvailable, message)
 }
 
 // SetFailing: the policy could not be applied; message says why (field path, conflicting
 // policy, failed probe).
 func SetFailing(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
-	setEnactment(e, shared.EnactmentFailing, shared.ReasonFailedToConfigure, message)
+	setEnactment(e, shared.EnactmentFailing, message)
 }
 
 // SetProgressing: the policy is being applied.
 func SetProgressing(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
-	setEnactment(e, shared.EnactmentProgressing, shared.ReasonConfigurationProgressing, message)
+	setEnactment(e, shared.EnactmentProgressing, message)
 }
 
 // SetPending: the policy waits for a rollout slot (maxUnavailable).
 func SetPending(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
-	setEnactment(e, shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, message)
+	setEnactment(e, shared.EnactmentPending, message)
 }
 
 // IsTrue reports whether the enactment's condition of that type is True with that reason.

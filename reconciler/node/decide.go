@@ -421,18 +421,10 @@ func (d *Decision) requeue(after time.Duration, jitter bool) {
 	}
 }
 
-// reasons are the reason each enactment condition type is set True with.
-var reasons = map[string]string{
-	shared.EnactmentAvailable:   shared.ReasonSuccessfullyConfigured,
-	shared.EnactmentFailing:     shared.ReasonFailedToConfigure,
-	shared.EnactmentProgressing: shared.ReasonConfigurationProgressing,
-	shared.EnactmentPending:     shared.ReasonMaxUnavailableLimitReached,
-}
-
 // applyTo writes u into e's status. A Failing or waiting policy keeps the boot and desired
 // state it last committed: what stays in effect meanwhile (compose).
 func (u Update) applyTo(e *v1beta1.NodeNetworkConfigurationEnactment) {
-	setEnactment(e, u.Condition, reasons[u.Condition], u.Message)
+	setEnactment(e, u.Condition, u.Message)
 	if u.ClaimedAt != nil {
 		meta.FindStatusCondition(e.Status.Conditions, u.Condition).LastTransitionTime = metav1.NewTime(*u.ClaimedAt)
 	}

@@ -49,7 +49,7 @@ func pol(name string, gen int64, ifaces ...string) Policy {
 func enactment(policy string, gen int64, cond, msg, appliedIn string, applied []byte) *v1beta1.NodeNetworkConfigurationEnactment {
 	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey(self, policy),
 		Labels: map[string]string{shared.NodeLabel: self, shared.PolicyLabel: policy}}}
-	setEnactment(e, cond, reasons[cond], msg)
+	setEnactment(e, cond, msg)
 	e.Status.PolicyGeneration, e.Status.BootID, e.Status.DesiredState = gen, appliedIn, shared.State{Raw: applied}
 	return e
 }
