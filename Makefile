@@ -6,7 +6,7 @@ BIN       := bin
 GOFLAGS_BUILD := -trimpath -ldflags=-s\ -w
 export CGO_ENABLED := 0
 
-.PHONY: verify-generated kubectl image test-image all build test test-unit test-integration test-node test-faults test-boot test-vm vm-image bench demo generate lint deps rootfs envtest clean
+.PHONY: verify-generated image test-image all build test test-unit test-integration test-node test-faults test-boot test-vm vm-image bench demo generate lint deps rootfs node-rootfs node-images kube-assets clean
 
 all: build
 
@@ -22,16 +22,17 @@ test-unit:
 deps:
 	hack/install-deps.sh
 
-envtest:
-	@hack/envtest-assets.sh >/dev/null
+# Every Kubernetes binary of one release (kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubelet, kube-proxy, kubectl) in one go build from the Go module proxy,
+# and etcd; built once and cached by version.
+KUBE_ASSETS = $$(hack/kube-assets.sh)
+kube-assets:
+	@hack/kube-assets.sh >/dev/null
 
-kubectl:
-	@hack/kubectl.sh >/dev/null
-
-# Real kube-apiserver and etcd, built from the Go module proxy once and cached.
-test-integration: envtest kubectl
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" $(GO) test -count=1 -tags integration ./test/integration/... -ginkgo.label-filter='!faults'
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -tags integration ./test/apiload/...
+# Real kube-apiserver and etcd.
+test-integration: kube-assets
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -tags integration ./test/integration/... -ginkgo.label-filter='!faults'
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -tags integration ./test/apiload/...
 
 # The container image (FROM scratch, the static binaries) with buildah; no Docker engine.
 # IMAGE=... names it; prints the image reference.
@@ -44,24 +45,35 @@ test-image:
 	$(GO) test -count=1 -timeout 15m -tags image ./test/image/...
 
 # Real NetworkManager over D-Bus and real overlayfs, in the test's own namespaces.
-test-node: deps envtest
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/... -ginkgo.label-filter='!faults'
+test-node: deps kube-assets
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/... -ginkgo.label-filter='!faults'
 
 # Faults injected for real on a node-tier node whose handler runs as its own process:
 # NetworkManager restarted or killed mid-transaction, the handler killed, another tool's
 # checkpoint, the API server unreachable, a write into the lower dir, a full tmpfs; and the
 # rollout's (integration tier): a handler restarted while it waits for a slot, the
 # controller's leader killed, a node deleted. Each asserts the contract (README).
-test-faults: deps envtest
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 15m -v -tags node ./test/node/... -ginkgo.label-filter=faults -ginkgo.v
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 10m -v -tags integration ./test/integration/... -ginkgo.label-filter=faults -ginkgo.v
+test-faults: deps kube-assets
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 15m -v -tags node ./test/node/... -ginkgo.label-filter=faults -ginkgo.v
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 10m -v -tags integration ./test/integration/... -ginkgo.label-filter=faults -ginkgo.v
 
 rootfs: deps
 	@hack/rootfs.sh >/dev/null
 
-# Real systemd in systemd-nspawn on a Debian root filesystem (built once by hack/rootfs.sh).
-test-boot: rootfs envtest kubectl
-	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" KUBECTL="$$(hack/kubectl.sh)" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
+# The local cluster's nodes: the root above plus containerd, runc and the CNI plugins.
+node-rootfs: rootfs
+	@hack/node-rootfs.sh >/dev/null
+
+# The images the local cluster's nodes import (nmoverlay's, from this tree, and the pods'
+# sandbox image), as archives in the cache.
+node-images: deps
+	@. hack/common.sh && hack/node-images.sh "$$CACHE/node-images" >/dev/null 2>"$$CACHE/node-images.log" || { tail -20 "$$CACHE/node-images.log"; exit 1; }
+
+# Real systemd in systemd-nspawn on a Debian root filesystem (built once by hack/rootfs.sh);
+# the local cluster of make demo (kubelets, containerd) on hack/node-rootfs.sh's.
+test-boot: node-rootfs kube-assets node-images
+	. hack/common.sh && NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" NMOVERLAY_NODE_ROOTFS="$$(hack/node-rootfs.sh)" NMOVERLAY_NODE_IMAGES="$$CACHE/node-images" \
+	  KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
 vm-image: rootfs
 	@hack/vm-image.sh >/dev/null
@@ -71,15 +83,16 @@ test-vm: vm-image
 	NMOVERLAY_VM="$$(hack/vm-image.sh)" $(GO) test -count=1 -timeout 20m -tags vm ./test/vm/...
 
 # Benchmarks print absolute figures and the ratio against a peer measured in the same run.
-bench: rootfs envtest
+bench: rootfs kube-assets
 	$(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench ApplyReference -benchtime 1x ./test/node/...
 	$(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench Show200 -benchtime 3s ./test/node/...
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench 'RebootReconvergence|HandlerRSS200|Scale' -benchtime 1x ./test/node/...
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 -timeout 60m -tags integration -run '^$$' -bench APILoad -benchtime 1x ./test/apiload/...
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench 'RebootReconvergence|HandlerRSS200|Scale' -benchtime 1x ./test/node/...
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 60m -tags integration -run '^$$' -bench APILoad -benchtime 1x ./test/apiload/...
 	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot -run '^$$' -bench . -benchtime 1x ./test/boot/...
 
-# hack/demo.sh finds the root filesystem, the API server and kubectl the targets built.
-demo: deps rootfs envtest kubectl build
+# hack/demo.sh builds (or finds) the nodes' root, the Kubernetes binaries and the images,
+# at once.
+demo: deps
 	hack/demo.sh
 
 # Deepcopy and CRDs from the api/ types (controller-gen, pinned, built from the module proxy).

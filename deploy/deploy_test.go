@@ -16,6 +16,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/deploy"
+	"github.com/nmoverlay/nmoverlay/reconciler/serving"
 )
 
 // source is the kustomization and its resources as read from disk, parsed here
@@ -408,5 +409,41 @@ func TestRenderDecodesToObjects(t *testing.T) {
 	}
 	if !bytes.Contains(b, []byte("image: registry.example/nmoverlay:v9\n")) {
 		t.Error("the image override is not in the stream")
+	}
+}
+
+// TestHandlerPorts: the DaemonSet serves the handler's metrics where the binary's defaults
+// (and the README's port list) say, in the host-service range, and probes its health on
+// loopback, where it listens.
+func TestHandlerPorts(t *testing.T) {
+	var handler map[string]any
+	for _, o := range objects(t, deploy.Options{}) {
+		if o.GetKind() == "DaemonSet" {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			handler = containers[0].(map[string]any)
+		}
+	}
+	if handler == nil {
+		t.Fatal("no DaemonSet")
+	}
+	args, _, _ := unstructured.NestedStringSlice(handler, "args")
+	health := fmt.Sprintf("127.0.0.1:%d", serving.HandlerHealthPort)
+	for _, want := range []string{fmt.Sprintf("--metrics-bind-address=:%d", serving.HandlerMetricsPort), "--health-probe-bind-address=" + health} {
+		if !slices.Contains(args, want) {
+			t.Errorf("handler args %q lack %s", args, want)
+		}
+	}
+	if serving.HandlerMetricsAddr != fmt.Sprintf(":%d", serving.HandlerMetricsPort) || serving.HandlerHealthAddr != health {
+		t.Errorf("the binary's defaults %s, %s differ from the manifest's", serving.HandlerMetricsAddr, serving.HandlerHealthAddr)
+	}
+	if serving.HandlerMetricsPort < 9000 || serving.HandlerMetricsPort > 9999 {
+		t.Errorf("metrics port %d is outside OpenShift's host-service range 9000-9999", serving.HandlerMetricsPort)
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		host, _, _ := unstructured.NestedString(handler, probe, "httpGet", "host")
+		port, _, _ := unstructured.NestedInt64(handler, probe, "httpGet", "port")
+		if host != "127.0.0.1" || port != serving.HandlerHealthPort {
+			t.Errorf("%s probes %s:%d, want %s", probe, host, port, health)
+		}
 	}
 }

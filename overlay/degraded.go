@@ -55,10 +55,16 @@ func writeDegraded(l Layout, d Degraded) error {
 	return WriteFileAtomic(l.DegradedMarker(), append(b, '\n'), 0o644)
 }
 
+// ReasonNotSetUp is why a node on which nm-overlay never ran refuses policies: no
+// MachineConfig put the keyfile dir on an overlay, so a profile would be written to the
+// persistent dir and outlive a reboot.
+const ReasonNotSetUp = "no keyfile overlay on this node: neither a degraded marker nor a verified setup in this boot (the MachineConfig is not applied, or the node has not rebooted since); NetworkManager writes to the persistent keyfile dir"
+
 // InUse says why policies must not be applied on this node now ("" when they may): the
-// degraded marker (the overlay is not verified in this boot), or a write into the lower
-// dir since setup (what overlayfs then shows is undefined). The handler asks before each
-// pass and the NodeNetworkState reports it.
+// degraded marker (the overlay is not verified in this boot), no sign of nm-overlay at all
+// (the MachineConfig is not applied), or a write into the lower dir since setup (what
+// overlayfs then shows is undefined). The handler asks before each pass and the
+// NodeNetworkState reports it.
 func InUse(l Layout) (string, error) {
 	d, err := ReadDegraded(l)
 	if err != nil {
@@ -67,9 +73,13 @@ func InUse(l Layout) (string, error) {
 	if d != nil {
 		return d.Reason, nil
 	}
-	changed, _, err := LowerChanged(l)
+	changed, entries, err := LowerChanged(l)
 	if err != nil {
 		return "", err
+	}
+	if entries < 0 {
+		// A verified setup always recorded the lower dir.
+		return ReasonNotSetUp, nil
 	}
 	return changed, nil
 }

@@ -207,6 +207,11 @@ func LoadLayout(path string) (Layout, error) {
 	if err != nil {
 		return l, err
 	}
+	// The handler's pod mounts the file with hostPath type FileOrCreate, which leaves an
+	// empty file on a node the MachineConfig has not reached yet.
+	if strings.TrimSpace(string(b)) == "" {
+		return l, nil
+	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {

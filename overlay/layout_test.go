@@ -85,8 +85,15 @@ func TestLoadLayout(t *testing.T) {
 	if l, err := LoadLayout(filepath.Join(dir, "missing.json")); err != nil || l != DefaultLayout() {
 		t.Fatalf("missing file: %v %v", l, err)
 	}
-	custom := Layout{Lower: NMDefaultKeyfile, RunDir: "/run/custom"}
 	p := filepath.Join(dir, "layout.json")
+	// What the handler pod's FileOrCreate mount leaves before the MachineConfig came.
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := LoadLayout(p); err != nil || l != DefaultLayout() {
+		t.Fatalf("empty file: %v %v", l, err)
+	}
+	custom := Layout{Lower: NMDefaultKeyfile, RunDir: "/run/custom"}
 	if err := os.WriteFile(p, custom.MarshalLayoutFile(), 0o644); err != nil {
 		t.Fatal(err)
 	}

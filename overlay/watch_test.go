@@ -36,8 +36,8 @@ func TestWatchLowerSignalsAWrite(t *testing.T) {
 
 func TestInUseReportsALowerWrite(t *testing.T) {
 	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
-	if why, err := InUse(l); why != "" || err != nil {
-		t.Fatalf("before setup saved a manifest: %q, %v", why, err)
+	if why, err := InUse(l); why != ReasonNotSetUp || err != nil {
+		t.Fatalf("before setup saved a manifest (no overlay on the node): %q, %v", why, err)
 	}
 	m, err := ReadManifest(l.Lower)
 	if err != nil {

@@ -14,25 +14,27 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
+	"github.com/nmoverlay/nmoverlay/reconciler/serving"
 )
 
 func main() {
 	leaderElect := flag.Bool("leader-elect", true, "run only while holding the lease, so two replicas never both write policy status")
 	leaseNamespace := flag.String("leader-election-namespace", os.Getenv("POD_NAMESPACE"),
 		"namespace of the lease (POD_NAMESPACE; required out of cluster with --leader-elect)")
-	metricsAddr := flag.String("metrics-bind-address", ":8080", `address serving Prometheus metrics ("0" disables)`)
-	probeAddr := flag.String("health-probe-bind-address", ":8081", `address serving /healthz and /readyz ("0" disables)`)
+	metricsAddr := flag.String("metrics-bind-address", serving.ControllerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
+	metricsSecure := flag.Bool("metrics-secure", true, serving.SecureFlagHelp)
+	probeAddr := flag.String("health-probe-bind-address", serving.ControllerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(*leaderElect, *leaseNamespace, *metricsAddr, *probeAddr); err != nil {
+	if err := run(*leaderElect, *leaseNamespace, serving.Metrics(*metricsAddr, *metricsSecure), *probeAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(leaderElect bool, leaseNamespace, metricsAddr, probeAddr string) error {
+func run(leaderElect bool, leaseNamespace string, metrics metricsserver.Options, probeAddr string) error {
 	scheme, err := api.NewScheme()
 	if err != nil {
 		return err
@@ -44,7 +46,7 @@ func run(leaderElect bool, leaseNamespace, metricsAddr, probeAddr string) error 
 		LeaderElectionNamespace: leaseNamespace,
 		// A new leader starts only after the old one has stopped writing.
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        probeAddr,
 	})
 	if err != nil {

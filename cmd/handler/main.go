@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -32,6 +31,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
+	"github.com/nmoverlay/nmoverlay/reconciler/serving"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -39,7 +39,7 @@ import (
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
 	probeTimeout, activationTimeout                                        time.Duration
-	reapplyDrift                                                           bool
+	reapplyDrift, metricsSecure                                            bool
 }
 
 func main() {
@@ -50,8 +50,9 @@ func main() {
 	flag.StringVar(&o.dnsHost, "dns-probe-host", "", "name the DNS probe resolves (default: the API server's host name, if it is a name)")
 	flag.StringVar(&o.bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id",
 		"file naming the running boot: every policy is re-applied when it changes")
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8089", `address serving Prometheus metrics ("0" disables)`)
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8090", `address serving /healthz and /readyz ("0" disables)`)
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.HandlerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.HandlerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
 	flag.DurationVar(&o.probeTimeout, "probe-timeout", 45*time.Second,
 		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
 	flag.DurationVar(&o.activationTimeout, "activation-timeout", networkmanager.DefaultActivationTimeout,
@@ -139,7 +140,7 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	cfg.Dial = dialer.DialContext
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(o.nodeName),
-		Metrics: metricsserver.Options{BindAddress: o.metricsAddr}, HealthProbeBindAddress: o.probeAddr})
+		Metrics: serving.Metrics(o.metricsAddr, o.metricsSecure), HealthProbeBindAddress: o.probeAddr})
 	if err != nil {
 		return nil, nil, nil, err
 	}

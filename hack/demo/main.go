@@ -1,9 +1,10 @@
 // Command demo is `make demo`: nmoverlay's main job on a fresh machine, one command. It
-// starts a local control plane (kube-apiserver and etcd), boots two nodes with
-// systemd-nspawn from a Debian root on which the rendered MachineConfig was laid down
-// (nm-overlay and the handler running as units, as on a cluster node), runs the
-// controller, and walks through a policy, a reboot, a rolled-back policy and a delete
-// (test/demo), printing each step with its time. It leaves nothing running.
+// starts a local control plane (kube-apiserver, etcd, kube-controller-manager,
+// kube-scheduler), boots two nodes with systemd-nspawn, each with containerd, a kubelet
+// and kube-proxy, installs nmoverlay with kubectl apply -k, rolls the MachineConfig out
+// with a reboot per node, and walks through a policy per node, a reboot, the metrics, a
+// rolled-back policy and a delete (test/demo), printing each step with its time. It leaves
+// nothing running.
 package main
 
 import (
@@ -20,18 +21,17 @@ import (
 
 func main() {
 	var o demo.Options
-	flag.StringVar(&o.Cluster.Rootfs, "rootfs", os.Getenv("NMOVERLAY_ROOTFS"), "Debian root filesystem for the nodes (hack/rootfs.sh)")
-	flag.StringVar(&o.Cluster.CRDs, "crds", "deploy/crds", "the CRDs to install")
-	flag.StringVar(&o.Cluster.Binaries.Helper, "helper", "bin/nm-overlay", "nm-overlay binary for the nodes")
-	flag.StringVar(&o.Cluster.Binaries.Handler, "handler", "bin/handler", "handler binary for the nodes")
-	flag.StringVar(&o.Cluster.Binaries.Controller, "controller", "bin/controller", "controller binary")
-	flag.StringVar(&o.Kubectl, "kubectl", os.Getenv("KUBECTL"), "kubectl binary (hack/kubectl.sh)")
-	controllerLog := flag.String("controller-log", "", "file for the controller's log (default: discarded)")
+	flag.StringVar(&o.Cluster.Rootfs, "rootfs", os.Getenv("NMOVERLAY_NODE_ROOTFS"), "the nodes' Debian root filesystem (hack/node-rootfs.sh)")
+	flag.StringVar(&o.Cluster.Kube, "kube", os.Getenv("KUBEBUILDER_ASSETS"), "the Kubernetes binaries (hack/kube-assets.sh)")
+	flag.StringVar(&o.Cluster.Images, "images", os.Getenv("NMOVERLAY_NODE_IMAGES"), "the images the nodes import (hack/node-images.sh)")
+	flag.StringVar(&o.Deploy, "deploy", "deploy", "deploy/'s kustomization directory")
+	flag.StringVar(&o.Kubectl, "kubectl", os.Getenv("KUBECTL"), "kubectl binary (hack/kube-assets.sh)")
+	controlPlaneLog := flag.String("control-plane-log", "", "file for the control plane's log (default: discarded)")
 	flag.Parse()
 	o.Cluster.Nodes = []string{"worker-a", "worker-b"}
 	o.Out = os.Stdout
-	if *controllerLog != "" {
-		f, err := os.Create(*controllerLog)
+	if *controlPlaneLog != "" {
+		f, err := os.Create(*controlPlaneLog)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "demo:", err)
 			os.Exit(2)

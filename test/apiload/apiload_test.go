@@ -68,7 +68,7 @@ func (c *cluster) controllerPID() (pid, restarts int) {
 func startCluster(tb testing.TB, nodes int) *cluster {
 	tb.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		tb.Fatal("KUBEBUILDER_ASSETS is unset: run make test-integration or make bench (hack/envtest-assets.sh builds kube-apiserver and etcd)")
+		tb.Fatal("KUBEBUILDER_ASSETS is unset: run make test-integration or make bench (hack/kube-assets.sh builds kube-apiserver and etcd)")
 	}
 	dir := tb.TempDir()
 	c := &cluster{auditLog: filepath.Join(dir, "audit.log")}

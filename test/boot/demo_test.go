@@ -4,6 +4,7 @@ package boot_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -16,35 +17,40 @@ import (
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
 
-// The demo's scenario (make demo), end to end, on the same code: two nspawn nodes, the
-// control plane, the controller; every step checks its own outcome, and the report is
-// asserted here on top.
+// The demo's scenario (make demo), end to end, on the same code: the control plane, two
+// nspawn nodes with kubelets, nmoverlay installed with kubectl apply -k and running as
+// pods; every step checks its own outcome, and the report is asserted here on top.
 var _ = Describe("the demo scenario", func() {
-	It("applies, re-converges after a reboot, rolls back a bad gateway, deletes, and leaves nothing behind", func() {
-		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is unset: run make test-boot")
+	It("installs as pods, rolls the MachineConfig out, applies, re-converges after a reboot, serves metrics to a token only, rolls back a bad gateway, deletes, and leaves nothing behind", func() {
 		kubectl := os.Getenv("KUBECTL")
-		Expect(kubectl).NotTo(BeEmpty(), "KUBECTL is unset: run make test-boot (hack/kubectl.sh builds it)")
+		Expect(kubectl).NotTo(BeEmpty(), "KUBECTL is unset: run make test-boot (hack/kube-assets.sh builds it)")
 		nodes := []string{"demo-a", "demo-b"}
+		o := cluster
+		o.Nodes, o.Log = nodes, GinkgoWriter
 		var out strings.Builder
-		report, err := demo.Run(context.Background(), demo.Options{
-			Cluster: localcluster.Options{
-				Rootfs:   baseRootfs,
-				CRDs:     "../../deploy/crds",
-				Nodes:    nodes,
-				Binaries: localcluster.Binaries{Helper: helper, Handler: handler, Controller: controller},
-				Log:      GinkgoWriter,
-			},
-			Kubectl: kubectl,
-			Out:     &out,
-		})
+		report, err := demo.Run(context.Background(), demo.Options{Cluster: o, Kubectl: kubectl, Deploy: "../../deploy", Out: &out})
 		GinkgoWriter.Print(out.String())
 		Expect(err).NotTo(HaveOccurred())
 
 		By("every step ran, the clean-up last")
-		Expect(report.Steps).To(HaveLen(9))
+		Expect(report.Steps).To(HaveLen(12))
 		Expect(report.Steps[len(report.Steps)-1].Title).To(HavePrefix("clean up"))
 
-		By("one node's handler was denied another node's enactment, by name")
+		By("the handler ran on every node and the controller's two replicas, one of them leading")
+		onNode := map[string]int{}
+		for _, node := range report.Pods {
+			onNode[node]++
+		}
+		Expect(report.Pods).To(HaveLen(4))
+		Expect(onNode).To(HaveKey("demo-a"))
+		Expect(onNode).To(HaveKey("demo-b"))
+		Expect(report.Pods).To(HaveKey(report.Leader))
+
+		By("each node got its own address from its own policy")
+		Expect(report.Addresses).To(Equal(map[string]string{"demo-a": demo.BridgeAddress(0), "demo-b": demo.BridgeAddress(1)}))
+
+		By("one node's handler, with its pod's own token, was denied another node's enactment, by name")
+		Expect(report.HandlerUser).To(SatisfyAll(ContainSubstring("system:serviceaccount:nmoverlay:nmoverlay-handler"), ContainSubstring("demo-a")))
 		Expect(report.Denial).To(SatisfyAll(ContainSubstring("demo-a"), ContainSubstring("demo-b"), ContainSubstring("forbidden")))
 
 		By("the policy's profile was only in the tmpfs layer")
@@ -52,10 +58,13 @@ var _ = Describe("the demo scenario", func() {
 			HaveField("Interface", demo.Bridge), HaveField("Change", overlay.Added))))
 		Expect(report.LowerLayer).To(ConsistOf(localcluster.Uplink+".nmconnection", localcluster.SecondNIC+".nmconnection"))
 
-		By("the reboot was a new boot, and the handler re-applied the policy in it")
+		By("the reboot was a new boot, and the restarted handler re-applied the policy in it")
 		Expect(report.BootIDs[0]).NotTo(Equal(report.BootIDs[1]))
 		Expect(report.Reconverge).To(BeNumerically(">", 0))
 		Expect(report.Reconverge).To(BeNumerically("<", report.Reboot), "the handler's own figure is part of the reboot")
+
+		By("the metrics were refused without a token")
+		Expect(report.Unauthenticated).To(Equal(http.StatusUnauthorized))
 
 		By("the bad gateway was rolled back by the gateway probe")
 		Expect(report.BadGateway).To(ContainSubstring("default-gateway"))
@@ -70,10 +79,12 @@ var _ = Describe("the demo scenario", func() {
 
 		By("the walk-through printed what an administrator reads")
 		Expect(out.String()).To(SatisfyAll(
-			ContainSubstring("$ kubectl get nncp,nnce"), ContainSubstring(demo.BridgePolicy),
+			ContainSubstring("$ kubectl apply -k"), ContainSubstring("$ kubectl -n nmoverlay get pods -o wide"),
+			ContainSubstring("$ kubectl get nncp,nnce"), ContainSubstring(demo.BridgePolicy("demo-a")),
 			ContainSubstring("nmoverlay_boot_reconvergence_seconds"), ContainSubstring("no process, network namespace")))
-		GinkgoWriter.Printf("start %s, apply %s, reboot to Available %s (handler %s), delete %s\n",
-			report.StartCluster.Round(time.Millisecond), report.Applied.Round(time.Millisecond),
-			report.Reboot.Round(time.Millisecond), report.Reconverge.Round(time.Millisecond), report.Deleted.Round(time.Millisecond))
+		GinkgoWriter.Printf("start %s, install %s, MachineConfig %s, apply %s, reboot to Available %s (handler %s), delete %s\n",
+			report.StartCluster.Round(time.Millisecond), report.Installed.Round(time.Millisecond), report.MachineConfig.Round(time.Millisecond),
+			report.Applied.Round(time.Millisecond), report.Reboot.Round(time.Millisecond), report.Reconverge.Round(time.Millisecond),
+			report.Deleted.Round(time.Millisecond))
 	})
 })

@@ -14,12 +14,16 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/test/kit"
+	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
 
 var (
 	baseRootfs string // pristine Debian root filesystem (hack/rootfs.sh)
-	// The binaries under test: nm-overlay, the handler and the controller.
-	helper, handler, controller string
+	// The local cluster's parts: the nodes' root (hack/node-rootfs.sh), the Kubernetes
+	// binaries (hack/kube-assets.sh), the images the nodes import (hack/node-images.sh).
+	cluster localcluster.Options
+	// nm-overlay, built from this tree (the local cluster runs the image's).
+	helper string
 )
 
 func TestBoot(t *testing.T) {
@@ -43,9 +47,11 @@ func setup() {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
+	cluster = localcluster.Options{Rootfs: os.Getenv("NMOVERLAY_NODE_ROOTFS"), Kube: os.Getenv("KUBEBUILDER_ASSETS"), Images: os.Getenv("NMOVERLAY_NODE_IMAGES")}
+	for _, p := range []string{cluster.Rootfs, cluster.Kube, cluster.Images} {
+		Expect(p).NotTo(BeEmpty(), "NMOVERLAY_NODE_ROOTFS, KUBEBUILDER_ASSETS or NMOVERLAY_NODE_IMAGES is unset: run make test-boot")
+	}
 	helper = buildCommand("nm-overlay")
-	handler = buildCommand("handler")
-	controller = buildCommand("controller")
 }
 
 // buildCommand builds one of the module's commands as make build does, once per process.

@@ -1,9 +1,11 @@
 // Package demo is nmoverlay's main job walked through on a local cluster (localcluster):
-// a policy applied to two nodes, what it left on a node (the tmpfs layer only), a reboot
-// and the policy re-applied, a policy that breaks the gateway rolled back, a deleted policy
-// and the nodes back on their persistent profiles. `make demo` prints it; the boot tier
-// runs the same steps and asserts the Report. Every step checks its own outcome and fails
-// the run when it was not reached.
+// nmoverlay installed with kubectl apply -k (the handler a pod on every node, the
+// controller's two replicas), the MachineConfig rolled out with a reboot per node, a
+// policy per node applied, what it left on a node (the tmpfs layer only), a reboot and the
+// policy re-applied, the handler's metrics scraped with a token, a policy that breaks the
+// gateway rolled back, the policies deleted and the nodes back on their persistent
+// profiles. `make demo` prints it; the boot tier runs the same steps and asserts the
+// Report. Every step checks its own outcome and fails the run when it was not reached.
 package demo
 
 import (
@@ -11,10 +13,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,28 +31,37 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/serving"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	lc "github.com/nmoverlay/nmoverlay/test/localcluster"
 )
 
 // The demo's policies.
 const (
-	BridgePolicy     = "demo-bridge"
 	BadGatewayPolicy = "demo-bad-gateway"
 	Bridge           = "br-demo"
-	bridgeAddress    = "198.51.100.1"
 	routeDestination = "203.0.113.0/24"
 	badGateway       = "192.0.2.99"
+	// scraper is the service account the demo scrapes metrics as (Prometheus' stand-in).
+	scraper = "metrics-scraper"
 )
 
-// bridgeState moves each node's second NIC into a bridge with a static address and a route:
-// one desiredState for every node it selects, as kubernetes-nmstate writes it. (Each
-// node's second NIC is a segment of its own, so the nodes may share the address.)
-var bridgeState = fmt.Sprintf(`{"interfaces":[{"name":%q,"type":"linux-bridge","state":"up",
+// BridgePolicy names node's policy: one policy per node, selected by its hostname, as the
+// OpenShift documentation writes a static address per node.
+func BridgePolicy(node string) string { return "demo-bridge-" + node }
+
+// BridgeAddress is the static address node i's policy gives br-demo.
+func BridgeAddress(i int) string { return fmt.Sprintf("198.51.100.%d", 1+i) }
+
+// bridgeState moves the node's second NIC into a bridge with the node's own static
+// address and a route, as kubernetes-nmstate writes it.
+func bridgeState(address string) string {
+	return fmt.Sprintf(`{"interfaces":[{"name":%q,"type":"linux-bridge","state":"up",
   "ipv4":{"enabled":true,"dhcp":false,"address":[{"ip":%q,"prefix-length":24}]},
   "bridge":{"options":{"stp":{"enabled":false}},"port":[{"name":%q}]}}],
  "routes":{"config":[{"destination":%q,"next-hop-address":"198.51.100.254","next-hop-interface":%q}]}}`,
-	Bridge, bridgeAddress, lc.SecondNIC, routeDestination, Bridge)
+		Bridge, address, lc.SecondNIC, routeDestination, Bridge)
+}
 
 // badGatewayState points the default route at an address nobody answers on.
 var badGatewayState = fmt.Sprintf(`{"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":%q,"next-hop-interface":%q,"metric":10}]}}`,
@@ -59,35 +73,48 @@ const poll = 250 * time.Millisecond
 // Options for Run.
 type Options struct {
 	Cluster lc.Options
-	// Kubectl is the kubectl binary that shows the objects, as an administrator sees them.
+	// Kubectl is the kubectl binary that installs nmoverlay and shows the objects, as an
+	// administrator does.
 	Kubectl string
-	Out     io.Writer
+	// Deploy is the directory of deploy/'s kustomization.
+	Deploy string
+	Out    io.Writer
 }
 
 // Report is what the run measured and saw, step by step.
 type Report struct {
 	Steps []Step
-	// StartCluster: the control plane up and both nodes booted.
-	StartCluster time.Duration
-	// Applied: policy created to Available on every node.
-	Applied time.Duration
-	// Denial is what the API server told one node's handler that tried to delete another
-	// node's enactment.
-	Denial string
+	// StartCluster: the control plane up and both nodes Ready; Installed: kubectl apply -k
+	// until every pod was ready; MachineConfig: the MachineConfig written and every node
+	// rebooted and Ready.
+	StartCluster, Installed, MachineConfig time.Duration
+	// Pods maps each of nmoverlay's pods to its node; Leader is the pod holding the
+	// controller's lease.
+	Pods   map[string]string
+	Leader string
+	// Applied: the policies created to Available on every node; Addresses maps each node
+	// to the address its policy gave the bridge.
+	Applied   time.Duration
+	Addresses map[string]string
+	// Denial is what the API server told one node's handler (its pod's own token) that
+	// tried to delete another node's enactment; HandlerUser is who that token is.
+	Denial, HandlerUser string
 	// UpperLayer is what `nm-overlay status` listed on the first node after the apply;
 	// LowerLayer the files of the persistent dir.
 	UpperLayer []overlay.ProfileChange
 	LowerLayer []string
 	// Reboot: the reboot was asked for until the policy was Available in the new boot;
-	// Reconverge is the handler's own figure (nmoverlay_boot_reconvergence_seconds).
-	BootIDs    [2]string
-	Reboot     time.Duration
-	Reconverge time.Duration
+	// Reconverge is the handler's own figure (nmoverlay_boot_reconvergence_seconds),
+	// scraped with a token; Unauthenticated is the HTTP status of a scrape without one.
+	BootIDs         [2]string
+	Reboot          time.Duration
+	Reconverge      time.Duration
+	Unauthenticated int
 	// BadGateway is the failing enactment's message; DefaultRouteAfter the node's
 	// default route once it was rolled back.
 	BadGateway        string
 	DefaultRouteAfter string
-	// Deleted: policy deleted until every node was back on its persistent profiles;
+	// Deleted: policies deleted until every node was back on its persistent profiles;
 	// UpperAfterDelete is what the tmpfs layer held then.
 	Deleted          time.Duration
 	UpperAfterDelete []overlay.ProfileChange
@@ -105,6 +132,7 @@ type run struct {
 	o      Options
 	c      *lc.Cluster
 	k8s    client.Client
+	w      lc.Workloads
 	report *Report
 }
 
@@ -113,12 +141,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r := &run{o: o, report: &Report{}}
 	err := r.steps(ctx)
 	if r.c != nil {
-		cleanErr := r.step("clean up: power the nodes off, stop the controller, the API server and etcd, remove the fabric", func() error {
+		cleanErr := r.step("clean up: power the nodes off, stop the control plane, remove the fabric", func() error {
 			r.c.Close()
 			if left := r.c.Leftovers(); len(left) > 0 {
 				return fmt.Errorf("left behind: %s", strings.Join(left, "; "))
 			}
-			r.printf("no process, network namespace, interface or directory of the demo is left\n")
+			r.printf("no process, network namespace, interface, cgroup or directory of the demo is left\n")
 			return nil
 		})
 		if err == nil {
@@ -182,246 +210,416 @@ func (r *run) kubectlAs(ctx context.Context, who, kubeconfig string, args ...str
 
 func (r *run) steps(ctx context.Context) error {
 	if r.o.Kubectl == "" {
-		return fmt.Errorf("no kubectl given (hack/kubectl.sh builds one)")
+		return fmt.Errorf("no kubectl given (hack/kube-assets.sh builds one)")
 	}
 	if len(r.o.Cluster.Nodes) != 2 {
 		return fmt.Errorf("the demo runs on two nodes, not %d", len(r.o.Cluster.Nodes))
 	}
-	if err := r.step("render the MachineConfig for the worker pool (Ignition 3.2.0)", func() error {
-		mcs, err := machineconfigs.Render(machineconfigs.Options{Pools: []string{"worker"}})
-		if err != nil {
-			return err
-		}
-		yaml, err := machineconfigs.Marshal(mcs)
-		if err != nil {
-			return err
-		}
-		r.printf("%d bytes of YAML for `oc apply -f -`; on each node it writes:\n", len(yaml))
-		for _, f := range overlay.DefaultLayout().MachineConfigFiles() {
-			r.printf("    %s\n", f)
-		}
-		return nil
-	}); err != nil {
+	var err error
+	if r.w, err = lc.DeployWorkloads(); err != nil {
 		return err
 	}
-	if err := r.step(fmt.Sprintf("start kube-apiserver and etcd, a fabric network (gateway %s, where the API server answers) and the controller; boot %s with systemd-nspawn, the MachineConfig laid down, nm-overlay and the handler as units (deploy/'s RBAC and admission policies in force)",
-		fabric.Gateway, strings.Join(r.o.Cluster.Nodes, " and ")), func() error {
-		start := time.Now()
-		c, err := lc.Start(ctx, r.o.Cluster)
-		r.c = c
-		if err != nil {
+	for _, s := range []struct {
+		title string
+		f     func(context.Context) error
+	}{
+		{"render the MachineConfig for the worker pool (Ignition 3.2.0)", r.render},
+		{fmt.Sprintf("start kube-apiserver, etcd, kube-controller-manager and kube-scheduler, a fabric network (gateway %s, where the API server answers); boot %s with systemd-nspawn, each with containerd, a kubelet and kube-proxy",
+			fabric.Gateway, strings.Join(r.o.Cluster.Nodes, " and ")), r.start},
+		{"install nmoverlay as an administrator does: a kustomization naming the image, kubectl apply -k", r.install},
+		{"roll the MachineConfig out as MCO does: its files written, each node rebooted in turn; nm-overlay (put there by the handler's init container) sets up the overlay at boot", r.machineConfig},
+	} {
+		if err := r.step(s.title, func() error { return s.f(ctx) }); err != nil {
 			return err
 		}
-		r.k8s = c.Client
-		r.report.StartCluster = time.Since(start)
-		for _, n := range c.Nodes {
-			r.printf("%s$ nm-overlay verify\n", n.Name)
-			out, err := n.Run(ctx, "nm-overlay", "verify")
-			r.printf("%s\n", indent(out))
-			if err != nil {
-				return fmt.Errorf("%s: nm-overlay verify: %w", n.Name, err)
-			}
-		}
-		r.show(ctx, c.Nodes[0], "nmcli", "-f", "NAME,DEVICE,FILENAME", "connection", "show")
-		return nil
-	}); err != nil {
-		return err
 	}
 	nodeA, nodeB := r.c.Nodes[0], r.c.Nodes[1]
+	for _, s := range []struct {
+		title string
+		f     func(context.Context) error
+	}{
+		{fmt.Sprintf("day 2: a policy per node (bridge %s on %s with the node's own static address, a route), selected by hostname", Bridge, lc.SecondNIC), r.apply},
+		{fmt.Sprintf("per-node authority: %s's handler (its pod's own service account token, bound to its pod on %s) may not touch %s's enactment",
+			nodeA.Name, nodeA.Name, nodeB.Name), r.authority},
+		{fmt.Sprintf("%s: the policy's profiles live in the tmpfs layer only; the persistent dir is as MCO wrote it", nodeA.Name), r.layers},
+		{fmt.Sprintf("reboot %s: the tmpfs layer is gone; the kubelet restarts the handler, which re-applies every policy in the new boot", nodeA.Name), r.reboot},
+		{fmt.Sprintf("scrape %s's handler as Prometheus does: HTTPS on port %d with a token allowed to get /metrics; without one, refused", nodeA.Name, serving.HandlerMetricsPort), r.scrape},
+		{fmt.Sprintf("policy %s points %s's default route at %s, where nobody answers: the gateway probe fails and the node rolls back", BadGatewayPolicy, nodeA.Name, badGateway), r.badGateway},
+		{"delete the policies: every node is back on its persistent profiles, without a reboot", r.delete},
+	} {
+		if err := r.step(s.title, func() error { return s.f(ctx) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	if err := r.step(fmt.Sprintf("day 2: apply policy %s (bridge %s on %s, a static address, a route) to every worker", BridgePolicy, Bridge, lc.SecondNIC), func() error {
-		start := time.Now()
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: BridgePolicy}}
-		p.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/worker": ""}
-		p.Spec.DesiredState = shared.State{Raw: []byte(bridgeState)}
+func (r *run) render(context.Context) error {
+	mcs, err := machineconfigs.Render(machineconfigs.Options{Pools: []string{"worker"}})
+	if err != nil {
+		return err
+	}
+	yaml, err := machineconfigs.Marshal(mcs)
+	if err != nil {
+		return err
+	}
+	r.printf("%d bytes of YAML for `oc apply -f -`; on each node it writes:\n", len(yaml))
+	for _, f := range overlay.DefaultLayout().MachineConfigFiles() {
+		r.printf("    %s\n", f)
+	}
+	return nil
+}
+
+func (r *run) start(ctx context.Context) error {
+	start := time.Now()
+	c, err := lc.Start(ctx, r.o.Cluster)
+	r.c = c
+	if err != nil {
+		return err
+	}
+	r.k8s = c.Client
+	r.report.StartCluster = time.Since(start)
+	return r.kubectl(ctx, "get", "nodes", "-o", "wide")
+}
+
+func (r *run) install(ctx context.Context) error {
+	start := time.Now()
+	dir, kustomization, err := r.c.Kustomization(r.o.Deploy, r.w)
+	if err != nil {
+		return err
+	}
+	r.printf("$ cat %s\n%s\n", filepath.Join(dir, "kustomization.yaml"), indent(kustomization))
+	if err := r.kubectl(ctx, "apply", "-k", dir); err != nil {
+		return err
+	}
+	if err := r.c.WaitInstalled(ctx, r.w); err != nil {
+		return err
+	}
+	r.report.Installed = time.Since(start)
+	r.printf("every pod ready %s after kubectl apply\n", r.report.Installed.Round(10*time.Millisecond))
+	if err := r.kubectl(ctx, "-n", r.w.Namespace, "get", "pods", "-o", "wide"); err != nil {
+		return err
+	}
+	pods := &corev1.PodList{}
+	if err := r.k8s.List(ctx, pods, client.InNamespace(r.w.Namespace)); err != nil {
+		return err
+	}
+	r.report.Pods = map[string]string{}
+	for _, p := range pods.Items {
+		r.report.Pods[p.Name] = p.Spec.NodeName
+	}
+	out, err := r.kubectlAs(ctx, "", r.c.Kubeconfig, "-n", r.w.Namespace, "get", "lease", controllerLease, "-o", "jsonpath={.spec.holderIdentity}")
+	if err != nil {
+		return err
+	}
+	// The holder is the pod's name, then "_" and a UUID.
+	r.report.Leader, _, _ = strings.Cut(strings.TrimSpace(out), "_")
+	if _, ok := r.report.Pods[r.report.Leader]; !ok {
+		return fmt.Errorf("the controller's lease is held by %q, not one of its pods", out)
+	}
+	r.printf("the controller's leader: %s\n", r.report.Leader)
+	for _, n := range r.c.Nodes {
+		if r.show(ctx, n, "ls", "-l", "/usr/local/bin/nm-overlay") == "" {
+			return fmt.Errorf("%s: the init container did not install nm-overlay", n.Name)
+		}
+	}
+	return nil
+}
+
+// controllerLease is the controller's leader election lease (cmd/controller).
+const controllerLease = "nmoverlay-controller.nmstate.io"
+
+func (r *run) machineConfig(ctx context.Context) error {
+	start := time.Now()
+	for _, n := range r.c.Nodes {
+		before, err := n.BootID(ctx)
+		if err != nil {
+			return err
+		}
+		if err := r.c.ApplyMachineConfig(ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		after, err := n.BootID(ctx)
+		if err != nil {
+			return err
+		}
+		r.printf("%s: rebooted (boot %s… → %s…) and Ready\n", n.Name, before[:8], after[:8])
+	}
+	for _, n := range r.c.Nodes {
+		r.printf("%s$ nm-overlay verify\n", n.Name)
+		out, err := n.Run(ctx, "nm-overlay", "verify")
+		r.printf("%s\n", indent(out))
+		if err != nil {
+			return fmt.Errorf("%s: nm-overlay verify: %w", n.Name, err)
+		}
+	}
+	if err := r.c.WaitInstalled(ctx, r.w); err != nil {
+		return err
+	}
+	r.report.MachineConfig = time.Since(start)
+	r.show(ctx, r.c.Nodes[0], "nmcli", "-f", "NAME,DEVICE,FILENAME", "connection", "show")
+	return nil
+}
+
+func (r *run) apply(ctx context.Context) error {
+	start := time.Now()
+	for i, n := range r.c.Nodes {
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: BridgePolicy(n.Name)}}
+		p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.Name}
+		p.Spec.DesiredState = shared.State{Raw: []byte(bridgeState(BridgeAddress(i)))}
 		if err := r.k8s.Create(ctx, p); err != nil {
 			return err
 		}
-		if err := r.waitPolicy(ctx, BridgePolicy, shared.PolicyAvailable, 2*time.Minute); err != nil {
+	}
+	for _, n := range r.c.Nodes {
+		if err := r.waitPolicy(ctx, BridgePolicy(n.Name), shared.PolicyAvailable, 2*time.Minute); err != nil {
 			return err
 		}
-		r.report.Applied = time.Since(start)
-		r.printf("Available on every node after %s\n", r.report.Applied.Round(10*time.Millisecond))
-		if err := r.kubectl(ctx, "get", "nncp,nnce"); err != nil {
-			return err
-		}
-		for _, n := range r.c.Nodes {
-			if err := r.expectAddress(ctx, n, Bridge, bridgeAddress+"/24"); err != nil {
-				return err
-			}
-		}
-		r.show(ctx, nodeA, "ip", "route", "show", routeDestination)
-		return nil
-	}); err != nil {
+	}
+	r.report.Applied = time.Since(start)
+	r.printf("Available on every node after %s\n", r.report.Applied.Round(10*time.Millisecond))
+	if err := r.kubectl(ctx, "get", "nncp,nnce"); err != nil {
 		return err
 	}
-
-	if err := r.step(fmt.Sprintf("per-node authority: %s's handler (its service account token, bound to its pod on %s) may not touch %s's enactment",
-		nodeA.Name, nodeA.Name, nodeB.Name), func() error {
-		who := nodeA.Name + " handler"
-		if _, err := r.kubectlAs(ctx, who, nodeA.HandlerKubeconfig, "auth", "whoami"); err != nil {
+	r.report.Addresses = map[string]string{}
+	for i, n := range r.c.Nodes {
+		if err := r.expectAddress(ctx, n, Bridge, BridgeAddress(i)+"/24"); err != nil {
 			return err
 		}
-		victim := shared.EnactmentKey(nodeB.Name, BridgePolicy)
-		out, err := r.kubectlAs(ctx, who, nodeA.HandlerKubeconfig, "delete", "nnce", victim)
-		if err == nil {
-			return fmt.Errorf("%s's handler deleted %s", nodeA.Name, victim)
-		}
-		r.report.Denial = out
-		if !strings.Contains(out, nodeA.Name) || !strings.Contains(out, nodeB.Name) {
-			return fmt.Errorf("the denial does not name both nodes: %s", out)
-		}
-		if _, err := r.enactment(ctx, nodeB.Name, BridgePolicy); err != nil {
-			return fmt.Errorf("%s after the denied delete: %w", victim, err)
-		}
-		return nil
-	}); err != nil {
+		r.report.Addresses[n.Name] = BridgeAddress(i)
+	}
+	r.show(ctx, r.c.Nodes[0], "ip", "route", "show", routeDestination)
+	return nil
+}
+
+func (r *run) authority(ctx context.Context) error {
+	nodeA, nodeB := r.c.Nodes[0], r.c.Nodes[1]
+	kubeconfig, err := r.handlerKubeconfig(ctx, nodeA)
+	if err != nil {
 		return err
 	}
-
-	if err := r.step(fmt.Sprintf("%s: the policy's profiles live in the tmpfs layer only; the persistent dir is as MCO wrote it", nodeA.Name), func() error {
-		r.show(ctx, nodeA, "nm-overlay", "status")
-		upper, err := status(ctx, nodeA)
-		if err != nil {
-			return err
-		}
-		r.report.UpperLayer = upper
-		if !holdsProfile(upper, Bridge) {
-			return fmt.Errorf("the tmpfs layer holds no profile of %s: %v", Bridge, upper)
-		}
-		lower := r.show(ctx, nodeA, "ls", overlay.NMDefaultKeyfile)
-		r.report.LowerLayer = strings.Fields(lower)
-		if strings.Contains(lower, Bridge) {
-			return fmt.Errorf("a profile of %s reached the persistent dir: %s", Bridge, lower)
-		}
-		return nil
-	}); err != nil {
+	who := nodeA.Name + " handler"
+	out, err := r.kubectlAs(ctx, who, kubeconfig, "auth", "whoami")
+	if err != nil {
 		return err
 	}
+	r.report.HandlerUser = out
+	if !strings.Contains(out, "system:serviceaccount:"+r.w.Namespace+":") || !strings.Contains(out, nodeA.Name) {
+		return fmt.Errorf("the token is not the handler's service account bound to %s: %s", nodeA.Name, out)
+	}
+	victim := shared.EnactmentKey(nodeB.Name, BridgePolicy(nodeB.Name))
+	out, err = r.kubectlAs(ctx, who, kubeconfig, "delete", "nnce", victim)
+	if err == nil {
+		return fmt.Errorf("%s's handler deleted %s", nodeA.Name, victim)
+	}
+	r.report.Denial = out
+	if !strings.Contains(out, nodeA.Name) || !strings.Contains(out, nodeB.Name) {
+		return fmt.Errorf("the denial does not name both nodes: %s", out)
+	}
+	if _, err := r.enactment(ctx, nodeB.Name, BridgePolicy(nodeB.Name)); err != nil {
+		return fmt.Errorf("%s after the denied delete: %w", victim, err)
+	}
+	return nil
+}
 
-	if err := r.step(fmt.Sprintf("reboot %s: the tmpfs layer is gone; the handler re-applies every policy in the new boot", nodeA.Name), func() error {
-		before, err := nodeA.BootID(ctx)
+// handlerKubeconfig is a kubeconfig holding the token the kubelet gave the handler's pod
+// on node n (its projected service account volume), to act as that handler from here.
+func (r *run) handlerKubeconfig(ctx context.Context, n *lc.Node) (string, error) {
+	pods := &corev1.PodList{}
+	if err := r.k8s.List(ctx, pods, client.InNamespace(r.w.Namespace)); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != n.Name || p.Labels["app.kubernetes.io/name"] != r.w.Handler {
+			continue
+		}
+		token, err := n.Run(ctx, "sh", "-c", "cat /var/lib/kubelet/pods/"+string(p.UID)+"/volumes/kubernetes.io~projected/*/token")
 		if err != nil {
-			return err
+			return "", fmt.Errorf("the token of pod %s: %w", p.Name, err)
 		}
-		start := time.Now()
-		if err := nodeA.Reboot(ctx); err != nil {
-			return err
-		}
-		booted := time.Since(start)
-		after, err := nodeA.BootID(ctx)
+		r.printf("the token the kubelet mounted into pod %s (on %s)\n", p.Name, n.Name)
+		return r.c.TokenKubeconfig(n.Name+"-handler", token)
+	}
+	return "", fmt.Errorf("no handler pod on %s", n.Name)
+}
+
+func (r *run) layers(ctx context.Context) error {
+	nodeA := r.c.Nodes[0]
+	r.show(ctx, nodeA, "nm-overlay", "status")
+	upper, err := status(ctx, nodeA)
+	if err != nil {
+		return err
+	}
+	r.report.UpperLayer = upper
+	if !holdsProfile(upper, Bridge) {
+		return fmt.Errorf("the tmpfs layer holds no profile of %s: %v", Bridge, upper)
+	}
+	lower := r.show(ctx, nodeA, "ls", overlay.NMDefaultKeyfile)
+	r.report.LowerLayer = strings.Fields(lower)
+	if strings.Contains(lower, Bridge) {
+		return fmt.Errorf("a profile of %s reached the persistent dir: %s", Bridge, lower)
+	}
+	return nil
+}
+
+func (r *run) reboot(ctx context.Context) error {
+	nodeA := r.c.Nodes[0]
+	before, err := nodeA.BootID(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := nodeA.Reboot(ctx); err != nil {
+		return err
+	}
+	booted := time.Since(start)
+	after, err := nodeA.BootID(ctx)
+	if err != nil {
+		return err
+	}
+	if after == before {
+		return fmt.Errorf("the boot ID did not change (%s)", after)
+	}
+	r.report.BootIDs = [2]string{before, after}
+	policy := BridgePolicy(nodeA.Name)
+	if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		e, err := r.enactment(ctx, nodeA.Name, policy)
 		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return e.Status.BootID == after && isTrue(e.Status.Conditions, shared.EnactmentAvailable), nil
+	}); err != nil {
+		r.printf("%s", r.c.Diagnose(ctx, nodeA, r.w))
+		return fmt.Errorf("the enactment never became Available in boot %s: %w", after, err)
+	}
+	r.report.Reboot = time.Since(start)
+	r.printf("boot %s… → %s…: systemd booted in %s; the policy was Available again %s after the reboot began\n",
+		before[:8], after[:8], booted.Round(10*time.Millisecond), r.report.Reboot.Round(10*time.Millisecond))
+	if err := r.expectAddress(ctx, nodeA, Bridge, BridgeAddress(0)+"/24"); err != nil {
+		return err
+	}
+	if err := r.kubectl(ctx, "-n", r.w.Namespace, "get", "pods", "-o", "wide", "--field-selector", "spec.nodeName="+nodeA.Name); err != nil {
+		return err
+	}
+	return r.kubectl(ctx, "get", "nnce", "-l", shared.NodeLabel+"="+nodeA.Name)
+}
+
+func (r *run) scrape(ctx context.Context) error {
+	nodeA := r.c.Nodes[0]
+	for _, args := range [][]string{
+		{"-n", "default", "create", "serviceaccount", scraper},
+		{"create", "clusterrolebinding", scraper, "--clusterrole=nmoverlay-metrics-reader", "--serviceaccount=default:" + scraper},
+	} {
+		if err := r.kubectl(ctx, args...); err != nil {
 			return err
 		}
-		if after == before {
-			return fmt.Errorf("the boot ID did not change (%s)", after)
+	}
+	token, err := r.kubectlAs(ctx, "", r.c.Kubeconfig, "-n", "default", "create", "token", scraper, "--duration=10m")
+	if err != nil {
+		return err
+	}
+	token = strings.TrimSpace(token)
+	// Scraped across the fabric; the fabric may still hold the uplink's neighbour entry
+	// of the previous boot, so errors are retried.
+	const metric = "nmoverlay_boot_reconvergence_seconds"
+	var scrapeErr error
+	if err := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		v, ok, err := r.c.Metric(nodeA, serving.HandlerMetricsPort, token, metric)
+		r.report.Reconverge, scrapeErr = time.Duration(v*float64(time.Second)), err
+		return ok && err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("reading the handler's re-convergence metric: %w (last error: %v)", err, scrapeErr)
+	}
+	r.printf("GET https://%s:%d/metrics with %s's token: %s %.3f (the handler re-applied every policy %s after it started in the new boot)\n",
+		nodeA.Address, serving.HandlerMetricsPort, scraper, metric, r.report.Reconverge.Seconds(), r.report.Reconverge.Round(time.Millisecond))
+	status, body, err := r.c.Scrape(nodeA, serving.HandlerMetricsPort, "")
+	if err != nil {
+		return err
+	}
+	r.report.Unauthenticated = status
+	r.printf("GET https://%s:%d/metrics without a token: HTTP %d %s\n", nodeA.Address, serving.HandlerMetricsPort, status, strings.TrimSpace(body))
+	if status != http.StatusUnauthorized {
+		return fmt.Errorf("a scrape without a token got HTTP %d, want %d", status, http.StatusUnauthorized)
+	}
+	return nil
+}
+
+func (r *run) badGateway(ctx context.Context) error {
+	nodeA := r.c.Nodes[0]
+	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: BadGatewayPolicy}}
+	p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": nodeA.Name}
+	p.Spec.DesiredState = shared.State{Raw: []byte(badGatewayState)}
+	if err := r.k8s.Create(ctx, p); err != nil {
+		return err
+	}
+	if err := r.waitPolicy(ctx, BadGatewayPolicy, shared.PolicyDegraded, 2*time.Minute); err != nil {
+		return err
+	}
+	e, err := r.enactment(ctx, nodeA.Name, BadGatewayPolicy)
+	if err != nil {
+		return err
+	}
+	c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return fmt.Errorf("enactment %s is not Failing: %v", e.Name, e.Status.Conditions)
+	}
+	r.report.BadGateway = c.Message
+	if err := r.kubectl(ctx, "get", "nncp"); err != nil {
+		return err
+	}
+	r.printf("enactment %s: %s\n", e.Name, r.report.BadGateway)
+	route := r.show(ctx, nodeA, "ip", "route", "show", "default")
+	r.report.DefaultRouteAfter = route
+	if !strings.Contains(route, "via "+fabric.Gateway) || strings.Contains(route, badGateway) {
+		return fmt.Errorf("the default route was not rolled back: %q", route)
+	}
+	// The bridge policy was in the same transaction and is still in effect.
+	if err := r.expectAddress(ctx, nodeA, Bridge, BridgeAddress(0)+"/24"); err != nil {
+		return err
+	}
+	return r.deletePolicy(ctx, BadGatewayPolicy)
+}
+
+func (r *run) delete(ctx context.Context) error {
+	start := time.Now()
+	for _, n := range r.c.Nodes {
+		if err := r.deletePolicy(ctx, BridgePolicy(n.Name)); err != nil {
+			return err
 		}
-		r.report.BootIDs = [2]string{before, after}
+	}
+	r.report.NodesAfterDelete = map[string]string{}
+	for _, n := range r.c.Nodes {
+		var active string
 		if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			e, err := r.enactment(ctx, nodeA.Name, BridgePolicy)
-			if err != nil {
-				return false, client.IgnoreNotFound(err)
-			}
-			return e.Status.BootID == after && isTrue(e.Status.Conditions, shared.EnactmentAvailable), nil
+			out, err := n.Run(ctx, "nmcli", "-g", "GENERAL.CONNECTION", "device", "show", lc.SecondNIC)
+			active = out
+			return err == nil && out == lc.SecondNIC+"-persistent", nil
 		}); err != nil {
-			return fmt.Errorf("the enactment never became Available in boot %s: %w", after, err)
+			return fmt.Errorf("%s: %s runs %q, not its persistent profile: %w", n.Name, lc.SecondNIC, active, err)
 		}
-		r.report.Reboot = time.Since(start)
-		// Scraped across the fabric as Prometheus would; the fabric may still hold the
-		// uplink's neighbour entry of the previous boot, so errors are retried.
-		var scrapeErr error
-		if err := wait.PollUntilContextTimeout(ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			v, ok, err := r.c.Metric(nodeA, "nmoverlay_boot_reconvergence_seconds")
-			r.report.Reconverge, scrapeErr = time.Duration(v*float64(time.Second)), err
-			return ok && err == nil, nil
-		}); err != nil {
-			return fmt.Errorf("reading the handler's re-convergence metric: %w (last error: %v)", err, scrapeErr)
-		}
-		r.printf("boot %s… → %s…: systemd booted in %s; the policy was Available again %s after the reboot began; the handler re-applied it %s after it started (nmoverlay_boot_reconvergence_seconds)\n",
-			before[:8], after[:8], booted.Round(10*time.Millisecond), r.report.Reboot.Round(10*time.Millisecond), r.report.Reconverge.Round(time.Millisecond))
-		if err := r.expectAddress(ctx, nodeA, Bridge, bridgeAddress+"/24"); err != nil {
+		r.report.NodesAfterDelete[n.Name] = active
+		if err := r.expectAddress(ctx, n, lc.SecondNIC, n.SecondNICAddress+"/24"); err != nil {
 			return err
 		}
-		return r.kubectl(ctx, "get", "nnce", "-l", shared.NodeLabel+"="+nodeA.Name)
-	}); err != nil {
+	}
+	r.report.Deleted = time.Since(start)
+	nodeA := r.c.Nodes[0]
+	r.show(ctx, nodeA, "nmcli", "-f", "NAME,DEVICE,FILENAME", "connection", "show")
+	r.show(ctx, nodeA, "nm-overlay", "status")
+	upper, err := status(ctx, nodeA)
+	if err != nil {
 		return err
 	}
-
-	if err := r.step(fmt.Sprintf("policy %s points %s's default route at %s, where nobody answers: the gateway probe fails and the node rolls back", BadGatewayPolicy, nodeA.Name, badGateway), func() error {
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: BadGatewayPolicy}}
-		p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": nodeA.Name}
-		p.Spec.DesiredState = shared.State{Raw: []byte(badGatewayState)}
-		if err := r.k8s.Create(ctx, p); err != nil {
-			return err
-		}
-		if err := r.waitPolicy(ctx, BadGatewayPolicy, shared.PolicyDegraded, 2*time.Minute); err != nil {
-			return err
-		}
-		e, err := r.enactment(ctx, nodeA.Name, BadGatewayPolicy)
-		if err != nil {
-			return err
-		}
-		if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("enactment %s is not Failing: %v", e.Name, e.Status.Conditions)
-		} else {
-			r.report.BadGateway = c.Message
-		}
-		if err := r.kubectl(ctx, "get", "nncp"); err != nil {
-			return err
-		}
-		r.printf("enactment %s: %s\n", e.Name, r.report.BadGateway)
-		route := r.show(ctx, nodeA, "ip", "route", "show", "default")
-		r.report.DefaultRouteAfter = route
-		if !strings.Contains(route, "via "+fabric.Gateway) || strings.Contains(route, badGateway) {
-			return fmt.Errorf("the default route was not rolled back: %q", route)
-		}
-		// The bridge policy was in the same transaction and is still in effect.
-		if err := r.expectAddress(ctx, nodeA, Bridge, bridgeAddress+"/24"); err != nil {
-			return err
-		}
-		return r.deletePolicy(ctx, BadGatewayPolicy)
-	}); err != nil {
-		return err
+	r.report.UpperAfterDelete = upper
+	if holdsProfile(upper, Bridge) {
+		return fmt.Errorf("the tmpfs layer still holds %s: %v", Bridge, upper)
 	}
-
-	return r.step(fmt.Sprintf("delete policy %s: every node is back on its persistent profiles, without a reboot", BridgePolicy), func() error {
-		start := time.Now()
-		if err := r.deletePolicy(ctx, BridgePolicy); err != nil {
-			return err
-		}
-		r.report.NodesAfterDelete = map[string]string{}
-		for _, n := range r.c.Nodes {
-			var active string
-			if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				out, err := n.Run(ctx, "nmcli", "-g", "GENERAL.CONNECTION", "device", "show", lc.SecondNIC)
-				active = out
-				return err == nil && out == lc.SecondNIC+"-persistent", nil
-			}); err != nil {
-				return fmt.Errorf("%s: %s runs %q, not its persistent profile: %w", n.Name, lc.SecondNIC, active, err)
-			}
-			r.report.NodesAfterDelete[n.Name] = active
-			if err := r.expectAddress(ctx, n, lc.SecondNIC, n.SecondNICAddress+"/24"); err != nil {
-				return err
-			}
-		}
-		r.report.Deleted = time.Since(start)
-		r.show(ctx, nodeA, "nmcli", "-f", "NAME,DEVICE,FILENAME", "connection", "show")
-		r.show(ctx, nodeA, "nm-overlay", "status")
-		upper, err := status(ctx, nodeA)
-		if err != nil {
-			return err
-		}
-		r.report.UpperAfterDelete = upper
-		if holdsProfile(upper, Bridge) {
-			return fmt.Errorf("the tmpfs layer still holds %s: %v", Bridge, upper)
-		}
-		return r.kubectl(ctx, "get", "nncp,nnce")
-	})
+	return r.kubectl(ctx, "get", "nncp,nnce")
 }
 
 func (r *run) enactment(ctx context.Context, node, policy string) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
 	e := &v1beta1.NodeNetworkConfigurationEnactment{}
-	return e, r.k8s.Get(ctx, client.ObjectKey{Name: node + "." + policy}, e)
+	return e, r.k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(node, policy)}, e)
 }
 
 // waitPolicy waits until the controller reports the condition on the policy's current

@@ -20,8 +20,8 @@ import (
 // Gateway is the nodes' gateway in the fabric; the API server is at APIAddr.
 const (
 	Gateway = "192.0.2.254"
-	apiPort = "6443"
-	APIAddr = Gateway + ":" + apiPort
+	APIPort = "6443"
+	APIAddr = Gateway + ":" + APIPort
 )
 
 // InNetNS runs fn on a thread that joined the network namespace at path; the thread is
@@ -49,6 +49,11 @@ func InNetNS(path string, fn func() error) error {
 // APIAddr inside the fabric netns only: the listening socket is made in the fabric, the
 // connections to the API server here.
 func ServeAPI(fabricNetNS, apiServer string) (stop func(), err error) {
+	return ServeAPIOn(fabricNetNS, apiServer, APIPort)
+}
+
+// ServeAPIOn is ServeAPI on another port of the fabric's addresses.
+func ServeAPIOn(fabricNetNS, apiServer, port string) (stop func(), err error) {
 	u, err := url.Parse(apiServer)
 	if err != nil {
 		return nil, err
@@ -57,7 +62,7 @@ func ServeAPI(fabricNetNS, apiServer string) (stop func(), err error) {
 	err = InNetNS("/var/run/netns/"+fabricNetNS, func() error {
 		var err error
 		// Every address of the fabric: a gateway re-cabled at a node's reboot keeps it.
-		ln, err = net.Listen("tcp", ":"+apiPort)
+		ln, err = net.Listen("tcp", ":"+port)
 		return err
 	})
 	if err != nil {

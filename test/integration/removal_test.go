@@ -200,7 +200,7 @@ var _ = Describe("removing nmoverlay with kubectl delete -k", Ordered, func() {
 
 	BeforeAll(func() {
 		bin := os.Getenv("KUBECTL")
-		Expect(bin).NotTo(BeEmpty(), "KUBECTL is unset: run make test-integration (hack/kubectl.sh builds kubectl from the Go module proxy)")
+		Expect(bin).NotTo(BeEmpty(), "KUBECTL is unset: run make test-integration (hack/kube-assets.sh builds kubectl from the Go module proxy)")
 		user, err := env.AddUser(envtest.User{Name: "kubectl-admin", Groups: []string{"system:masters"}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		kc, err := user.KubeConfig()

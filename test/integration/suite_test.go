@@ -1,7 +1,7 @@
 //go:build integration
 
 // The integration tier: a real kube-apiserver and etcd (envtest), built from the Go module
-// proxy by hack/envtest-assets.sh. Later issues add the nmstate.io API and the controllers.
+// proxy by hack/kube-assets.sh. Later issues add the nmstate.io API and the controllers.
 package integration_test
 
 import (
@@ -55,7 +55,7 @@ var _ = Describe("the test API server", func() {
 		Expect(v.GitVersion).To(HavePrefix("v1."))
 		Expect(v.GitVersion).NotTo(ContainSubstring("master"), "built without version ldflags")
 		Expect(strings.Count(v.GitVersion, ".")).To(Equal(2))
-		// The server answering is the binary hack/envtest-assets.sh built.
+		// The server answering is the binary hack/kube-assets.sh built.
 		out, err := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-apiserver"), "--version").Output()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.TrimSpace(string(out))).To(Equal("Kubernetes " + v.GitVersion))

@@ -56,13 +56,13 @@ type API struct {
 	Client client.Client
 }
 
-// StartAPI starts an API server from the binaries hack/envtest-assets.sh built
+// StartAPI starts an API server from the binaries hack/kube-assets.sh built
 // (KUBEBUILDER_ASSETS), with the CRDs of deploy/crds, nmoverlay's scheme (and
 // apiextensions, to read the CRDs). configure, when given, adjusts the environment first
 // (flags of the API server).
 func StartAPI(configure ...func(*envtest.Environment)) (*API, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is unset: run the tier with make (hack/envtest-assets.sh builds kube-apiserver and etcd)")
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is unset: run the tier with make (hack/kube-assets.sh builds kube-apiserver and etcd)")
 	}
 	root, err := Root()
 	if err != nil {

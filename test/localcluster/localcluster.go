@@ -1,36 +1,27 @@
 // Package localcluster is a cluster on one machine made of real parts: kube-apiserver and
-// etcd (envtest) answering on a fabric network namespace; systemd-nspawn nodes booted from
-// a Debian root on which the rendered MachineConfig was laid down, with nm-overlay and the
-// handler as systemd units, their uplinks on the fabric's bridge; the cluster controller as
-// a process. `make demo` and the boot tier's demo test run on it.
+// etcd (envtest), kube-controller-manager and kube-scheduler answering on a fabric network
+// namespace; systemd-nspawn nodes booted from a Debian root with containerd, a kubelet
+// and kube-proxy, their uplinks on the fabric's bridge. nmoverlay is installed on it as an
+// administrator installs it (kubectl apply -k deploy/), and the MachineConfig laid down
+// as MCO lays it down (files, then a reboot). `make demo` and the boot tier run on it.
 package localcluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nmoverlay/nmoverlay/api"
-	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )
@@ -42,28 +33,7 @@ const (
 	SecondNIC = "eth1"
 	// bridge in the fabric netns: the nodes' switch, holding their gateway.
 	fabricBridge = "fab0"
-	// HandlerUnit runs the handler on a node as the DaemonSet's pod would.
-	HandlerUnit = "nmoverlay-handler.service"
-	// HandlerMetricsPort serves the handler's metrics on the node's addresses (as the
-	// DaemonSet's hostNetwork pod does); read across the fabric, as Prometheus would.
-	HandlerMetricsPort = 8089
-	handlerBinary      = "/usr/local/bin/nmoverlay-handler"
-	handlerKubeconfig  = "/etc/nmoverlay-handler/kubeconfig"
 )
-
-const handlerUnit = `[Unit]
-Description=nmoverlay handler (what the DaemonSet's pod runs)
-Wants=NetworkManager.service
-After=NetworkManager.service nm-overlay.service
-
-[Service]
-ExecStart=` + handlerBinary + ` --node %s --kubeconfig ` + handlerKubeconfig + ` --metrics-bind-address :%d --health-probe-bind-address 0
-Restart=always
-RestartSec=1
-
-[Install]
-WantedBy=multi-user.target
-`
 
 // secondNICUnit makes the node's second NIC before NetworkManager starts, as hardware would:
 // a veth whose peer stays in the node (a segment of its own).
@@ -99,16 +69,13 @@ method=disabled
 `, id, uuid, ifname, addr)
 }
 
-// Binaries are what the nodes and the control plane run.
-type Binaries struct{ Helper, Handler, Controller string }
-
 // Options describe the cluster.
 type Options struct {
-	Rootfs   string   // a Debian root filesystem with systemd and NetworkManager (hack/rootfs.sh)
-	CRDs     string   // deploy/crds
-	Nodes    []string // node names, booted in this order
-	Binaries Binaries
-	// Log receives the controller's log; nil discards it.
+	Rootfs string   // the nodes' Debian root, with containerd (hack/node-rootfs.sh)
+	Kube   string   // the Kubernetes binaries of one release (hack/kube-assets.sh)
+	Images string   // the image archives the nodes import (hack/node-images.sh)
+	Nodes  []string // node names, booted in this order
+	// Log receives the control plane's logs; nil discards them.
 	Log io.Writer
 }
 
@@ -120,10 +87,7 @@ type Node struct {
 	Address string
 	// SecondNICAddress is the persistent address of SecondNIC.
 	SecondNICAddress string
-	// HandlerKubeconfig holds the node's handler credentials (its token, bound to its
-	// stand-in Pod) for the API server's loopback address: act as that handler from here.
-	HandlerKubeconfig string
-	fabricPeer        string
+	fabricPeer       string
 }
 
 // Cluster is the control plane, the fabric and the nodes.
@@ -132,27 +96,33 @@ type Cluster struct {
 	Nodes  []*Node
 	// Kubeconfig is an administrator's kubeconfig for the API server (loopback).
 	Kubeconfig string
-	fabric     string
-	dir        string
-	cleanups   []func()
-	// markers are paths in the command line of every process the cluster started.
-	markers   []string
-	caData    []byte
+	// Image is nmoverlay's image as the nodes' containerd knows it.
+	Image     string
+	images    []string // every image the nodes import; the sandbox image last
+	fabric    string
+	dir       string
+	pki       *pki
 	apiServer string
-	// Where deploy/ puts the handler and the controller, and as whom they run.
-	namespace, handlerSA, controllerSA string
+	// markers are paths in the command line of every process the cluster started.
+	markers  []string
+	cleanups []func()
 }
 
-// Start brings the whole cluster up; Close takes all of it down, also after a failed Start.
+// Start brings the control plane and the nodes up, each node Ready; Close takes all of it
+// down, also after a failed Start.
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if len(o.Nodes) == 0 || len(o.Nodes) > 50 {
 		return nil, fmt.Errorf("nodes: want 1..50, got %d", len(o.Nodes))
+	}
+	images, err := os.ReadFile(filepath.Join(o.Images, "images"))
+	if err != nil {
+		return nil, fmt.Errorf("the images to import (hack/node-images.sh): %w", err)
 	}
 	dir, err := os.MkdirTemp("", "nmoverlay-localcluster-")
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{dir: dir, fabric: fmt.Sprintf("nmo-fab-%d", os.Getpid())}
+	c = &Cluster{dir: dir, fabric: fmt.Sprintf("nmo-fab-%d", os.Getpid()), images: strings.Fields(string(images))}
 	c.onClose(func() { os.RemoveAll(dir) })
 	defer func() {
 		if err != nil {
@@ -160,14 +130,26 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if len(c.images) != 2 {
+		return c, fmt.Errorf("%s: want nmoverlay's image and the sandbox image, got %q", o.Images, c.images)
+	}
+	c.Image = c.images[0]
+	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
+		return c, err
+	}
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
 
-	env := &envtest.Environment{CRDDirectoryPaths: []string{o.CRDs}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{BinaryAssetsDirectory: o.Kube}
+	env.ControlPlane.APIServer = c.pki.apiServer(o.Kube)
 	cfg, err := env.Start()
 	if err != nil {
 		return c, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
 	c.onClose(func() { _ = env.Stop() })
-	c.markers = append(c.markers, env.ControlPlane.APIServer.CertDir, env.ControlPlane.Etcd.DataDir)
+	c.markers = append(c.markers, env.ControlPlane.Etcd.DataDir)
 	scheme, err := api.NewScheme()
 	if err != nil {
 		return c, err
@@ -175,46 +157,36 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return c, err
 	}
-	admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return c, err
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return c, err
-	}
+	c.apiServer = cfg.Host
 	c.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+	if err := c.userKubeconfig(env, envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg.Host, c.Kubeconfig); err != nil {
 		return c, err
 	}
-
-	c.caData, c.apiServer = cfg.CAData, cfg.Host
-	if err := c.installDeploy(ctx); err != nil {
-		return c, fmt.Errorf("installing deploy/: %w", err)
-	}
-	if err := c.startFabric(cfg.Host); err != nil {
-		return c, err
-	}
-	if err := c.startController(ctx, o, cfg.Host); err != nil {
-		return c, err
-	}
-	// What the DaemonSet puts on every node, read once.
-	helper, err := os.ReadFile(o.Binaries.Helper)
+	u, err := url.Parse(cfg.Host)
 	if err != nil {
 		return c, err
 	}
-	handler, err := os.ReadFile(o.Binaries.Handler)
-	if err != nil {
+	if err := c.startFabric(cfg.Host, u.Port()); err != nil {
+		return c, err
+	}
+	if err := c.startControllers(env, cfg, o.Kube, log); err != nil {
 		return c, err
 	}
 	for i, name := range o.Nodes {
-		n, err := c.addNode(ctx, o.Rootfs, name, i, helper, handler)
+		n, err := c.addNode(ctx, env, o, name, i)
 		if err != nil {
 			return c, fmt.Errorf("node %s: %w", name, err)
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	return c, nil
+}
+
+// TokenKubeconfig writes a kubeconfig named name that presents token to the API server
+// (its loopback address), to act as whoever the token belongs to.
+func (c *Cluster) TokenKubeconfig(name, token string) (string, error) {
+	path := filepath.Join(c.dir, name+".kubeconfig")
+	return path, fabric.WriteKubeconfig(path, c.apiServer, c.pki.caData, &clientcmdapi.AuthInfo{Token: strings.TrimSpace(token)})
 }
 
 // onClose registers f to run at Close, after everything registered later.
@@ -252,6 +224,13 @@ func (c *Cluster) Leftovers() []string {
 	if _, err := net.InterfaceByName(Uplink); err == nil {
 		left = append(left, "host interface "+Uplink)
 	}
+	for _, n := range c.Nodes {
+		for _, cg := range n.Cgroups() {
+			if _, err := os.Stat(cg); err == nil {
+				left = append(left, "cgroup "+cg)
+			}
+		}
+	}
 	for _, m := range append([]string{c.dir}, c.markers...) {
 		if _, err := os.Stat(m); m != "" && err == nil {
 			left = append(left, "directory "+m)
@@ -269,7 +248,7 @@ func ip(args ...string) error {
 
 // startFabric makes the fabric netns: a bridge with the nodes' gateway, where the API
 // server answers. The nodes reach it only through their uplinks.
-func (c *Cluster) startFabric(apiServer string) error {
+func (c *Cluster) startFabric(apiServer, advertisedPort string) error {
 	_ = exec.Command("ip", "netns", "del", c.fabric).Run() // a crashed run's leftover
 	if err := ip("netns", "add", c.fabric); err != nil {
 		return err
@@ -285,190 +264,16 @@ func (c *Cluster) startFabric(apiServer string) error {
 			return err
 		}
 	}
-	stop, err := fabric.ServeAPI(c.fabric, apiServer)
-	if err != nil {
-		return err
-	}
-	c.onClose(stop)
-	return nil
-}
-
-// installDeploy applies what `kubectl apply -k deploy/` applies (CRDs, namespace, service
-// accounts, RBAC, admission policies) but the workloads: no kubelet runs here, so the nodes
-// run the handler as a unit and the controller runs as a process here, each as its
-// service account with a token bound to a stand-in Pod, as their pods would.
-func (c *Cluster) installDeploy(ctx context.Context) error {
-	objs, err := deploy.Objects(deploy.Options{})
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		sa, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
-		switch o.GetKind() {
-		case "Namespace":
-			c.namespace = o.GetName()
-		case "DaemonSet":
-			c.handlerSA = sa
-			continue
-		case "Deployment":
-			c.controllerSA = sa
-			continue
+	// Where the nodes' kubeconfigs point, and where the kubernetes Service's endpoint (the
+	// advertised address and the API server's own port) leads.
+	for _, port := range []string{fabric.APIPort, advertisedPort} {
+		stop, err := fabric.ServeAPIOn(c.fabric, apiServer, port)
+		if err != nil {
+			return err
 		}
-		if err := c.Client.Patch(ctx, o, client.Apply, client.FieldOwner("localcluster"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-	}
-	if c.namespace == "" || c.handlerSA == "" || c.controllerSA == "" {
-		return fmt.Errorf("no namespace, handler DaemonSet or controller Deployment with a service account in deploy/")
+		c.onClose(stop)
 	}
 	return nil
-}
-
-// boundToken is a token of service account sa bound to a stand-in Pod named pod on node
-// (none: ""). The API server puts the Pod's node in the token's user info
-// (authentication.kubernetes.io/node-name), which the admission policies hold the
-// handler to.
-func (c *Cluster) boundToken(ctx context.Context, sa, pod, node string) (string, error) {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: c.namespace},
-		Spec: corev1.PodSpec{ServiceAccountName: sa, NodeName: node,
-			Containers: []corev1.Container{{Name: "stand-in", Image: deploy.ImageName}}},
-	}
-	if err := c.Client.Create(ctx, p); err != nil {
-		return "", fmt.Errorf("stand-in pod %s: %w", pod, err)
-	}
-	day := int64(24 * 3600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day,
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}}}
-	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: c.namespace}}
-	if err := c.Client.SubResource("token").Create(ctx, account, tr); err != nil {
-		return "", fmt.Errorf("token for %s: %w", sa, err)
-	}
-	return tr.Status.Token, nil
-}
-
-// startController runs the cluster controller as its own process, as its Deployment
-// would: its service account, leader election in its namespace.
-func (c *Cluster) startController(ctx context.Context, o Options, apiServer string) error {
-	log := o.Log
-	if log == nil {
-		log = io.Discard
-	}
-	token, err := c.boundToken(ctx, c.controllerSA, c.controllerSA+"-0", "")
-	if err != nil {
-		return err
-	}
-	kubeconfig := filepath.Join(c.dir, "controller.kubeconfig")
-	if err := fabric.WriteKubeconfig(kubeconfig, apiServer, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
-		return err
-	}
-	cmd := exec.Command(o.Binaries.Controller, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", c.namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the controller: %w", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	c.onClose(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return nil
-}
-
-// addNode prepares a node's root as MCO and the DaemonSet would leave it, registers its
-// Node, and boots it.
-func (c *Cluster) addNode(ctx context.Context, rootfs, name string, i int, helper, handler []byte) (*Node, error) {
-	m, err := nspawn.New(rootfs, name)
-	if err != nil {
-		return nil, err
-	}
-	n := &Node{Machine: m, Name: name, Address: fmt.Sprintf("192.0.2.%d", 11+i),
-		SecondNICAddress: fmt.Sprintf("198.51.100.%d", 11+i), fabricPeer: fmt.Sprintf("nmo-gw%d-%d", i, os.Getpid()%10000)}
-	// nspawn moves the uplink back to the host when the machine stops: delete it after.
-	c.onClose(func() { _ = exec.Command("ip", "link", "del", Uplink).Run() })
-	c.onClose(m.Close)
-	c.markers = append(c.markers, m.Root)
-
-	m.Interfaces = []string{Uplink}
-	m.BeforeBoot = n.cable(c.fabric)
-	token, err := c.boundToken(ctx, c.handlerSA, c.handlerSA+"-"+name, name)
-	if err != nil {
-		return nil, err
-	}
-	// The node's handler reaches the API server across the fabric.
-	if err := fabric.WriteKubeconfig(filepath.Join(m.Root, handlerKubeconfig), "https://"+fabric.APIAddr, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
-		return nil, err
-	}
-	n.HandlerKubeconfig = filepath.Join(c.dir, name+"-handler-here.kubeconfig")
-	if err := fabric.WriteKubeconfig(n.HandlerKubeconfig, c.apiServer, c.caData, &clientcmdapi.AuthInfo{Token: token}); err != nil {
-		return nil, err
-	}
-	uuid := func(k int) string { return fmt.Sprintf("5a1b2c3d-%04x-4e5f-8a9b-%012x", i, k) }
-	files := []struct {
-		path, content string
-		mode          os.FileMode
-	}{
-		// What MCO owns: the persistent profiles of the node's NICs.
-		{filepath.Join(overlay.NMDefaultKeyfile, Uplink+".nmconnection"), profile(Uplink+"-persistent", uuid(1), Uplink, n.Address+"/24", fabric.Gateway), 0o600},
-		{filepath.Join(overlay.NMDefaultKeyfile, SecondNIC+".nmconnection"), profile(SecondNIC+"-persistent", uuid(2), SecondNIC, n.SecondNICAddress+"/24", ""), 0o600},
-		// The hardware: NetworkManager leaves veth devices to whoever made them (its udev
-		// rules); these stand in for real NICs.
-		{"/etc/systemd/system/second-nic.service", secondNICUnit, 0o644},
-		{"/etc/NetworkManager/conf.d/50-localcluster-nics.conf",
-			"[device-localcluster-nics]\nmatch-device=interface-name:" + Uplink + ";interface-name:" + SecondNIC + "\nmanaged=1\n\n" +
-				// The second NIC's peer is the far end of its cable, not the node's.
-				"[device-localcluster-cable]\nmatch-device=interface-name:" + SecondNIC + "p\nmanaged=0\n", 0o644},
-		// What the DaemonSet puts on the node: the helper and the handler (its pod).
-		{overlay.HelperBinary, string(helper), 0o755},
-		{handlerBinary, string(handler), 0o755},
-		{"/etc/systemd/system/" + HandlerUnit, fmt.Sprintf(handlerUnit, name, HandlerMetricsPort), 0o644},
-		{"/etc/hostname", name + "\n", 0o644},
-	}
-	for _, f := range files {
-		if err := n.WriteFile(f.path, f.content, f.mode); err != nil {
-			return nil, err
-		}
-	}
-	for link, target := range map[string]string{
-		"/etc/systemd/system/NetworkManager.service.wants/second-nic.service": "/etc/systemd/system/second-nic.service",
-		"/etc/systemd/system/multi-user.target.wants/" + HandlerUnit:          "/etc/systemd/system/" + HandlerUnit,
-	} {
-		p := filepath.Join(m.Root, link)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(target, p); err != nil {
-			return nil, err
-		}
-	}
-	// The MachineConfig, applied as MCO applies it: its files and units, offline.
-	if err := machineconfigs.WriteToRoot(m.Root, machineconfigs.Options{Pools: []string{"worker"}}); err != nil {
-		return nil, err
-	}
-
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": ""}}}
-	if err := c.Client.Create(ctx, node); err != nil {
-		return nil, err
-	}
-	// No kubelet here: the node is Ready as far as the API server knows, also while it
-	// reboots (as a real node is for its first 40 s down).
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
-	if err := c.Client.Status().Update(ctx, node); err != nil {
-		return nil, err
-	}
-	if err := m.Boot(ctx); err != nil {
-		return nil, err
-	}
-	return n, nil
 }
 
 // cable plugs the node's uplink into the fabric's bridge before each boot (a veth goes
@@ -508,50 +313,4 @@ func (n *Node) Run(ctx context.Context, args ...string) (string, error) {
 // BootID is the node's current boot ID.
 func (n *Node) BootID(ctx context.Context) (string, error) {
 	return n.Run(ctx, "cat", "/proc/sys/kernel/random/boot_id")
-}
-
-// Metric reads one of the handler's metrics (a gauge, a counter, or a histogram's _sum or
-// _count) from its metrics endpoint, across the fabric. ok is false when the handler has
-// not exported it (yet).
-func (c *Cluster) Metric(n *Node, name string) (value float64, ok bool, err error) {
-	addr := net.JoinHostPort(n.Address, strconv.Itoa(HandlerMetricsPort))
-	// The connection is made in the fabric (a socket stays in the netns it was made in);
-	// the request is written here.
-	var conn net.Conn
-	if err := fabric.InNetNS("/var/run/netns/"+c.fabric, func() error {
-		var err error
-		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
-		return err
-	}); err != nil {
-		return 0, false, err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return 0, false, err
-	}
-	if err := req.Write(conn); err != nil {
-		return 0, false, err
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil {
-		return 0, false, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, false, fmt.Errorf("metrics: %s", resp.Status)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, false, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 && f[0] == name {
-			v, err := strconv.ParseFloat(f[1], 64)
-			return v, err == nil, err
-		}
-	}
-	return 0, false, nil
 }

@@ -203,7 +203,7 @@ func (o *overlayNode) reachesAPI() error {
 // logPath; the boot ID comes from the node's /run.
 func (o *overlayNode) startHandlerProcess(bin, kubeconfig, nodeName, logPath string, extra ...string) (*exec.Cmd, error) {
 	cmd := o.Command(context.Background(), bin, append([]string{"--node", nodeName, "--kubeconfig", kubeconfig,
-		"--boot-id-file", bootIDFile, "--metrics-bind-address", handlerMetricsAddr, "--health-probe-bind-address", "0"}, extra...)...)
+		"--boot-id-file", bootIDFile, "--metrics-bind-address", handlerMetricsAddr, "--metrics-secure=false", "--health-probe-bind-address", "0"}, extra...)...)
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,13 @@ type Machine struct {
 	// the machine's network namespace when it stops).
 	Interfaces []string
 	BeforeBoot func() error
-	dir        string
+	// Args are more systemd-nspawn options (binds, capabilities).
+	Args []string
+	// PrivateCgroup gives the machine a cgroup of its own in every hierarchy, so what it
+	// makes there (a kubelet's pod cgroups) stays under it and goes with Close.
+	PrivateCgroup bool
+	dir           string
+	cgroups       []string
 
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -88,8 +94,24 @@ func (m *Machine) Boot(ctx context.Context) error {
 			return fmt.Errorf("before boot: %w", err)
 		}
 	}
-	script := hideUdev + "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec systemd-nspawn -D " +
-		m.Root + " -b " + network + " --register=no --keep-unit -M " + m.Name + " --console=read-only"
+	join := ""
+	if m.PrivateCgroup {
+		// A reboot starts from empty cgroups, as a kernel does: what the last boot made in
+		// them (a kubelet's pod cgroups) would otherwise look like live containers.
+		m.removeCgroups()
+		if err := m.makeCgroups(); err != nil {
+			return err
+		}
+		for _, cg := range m.cgroups {
+			join += "echo $$ > " + shellQuote(filepath.Join(cg, "cgroup.procs")) + " && "
+		}
+	}
+	extra := ""
+	for _, a := range m.Args {
+		extra += " " + shellQuote(a)
+	}
+	script := join + hideUdev + "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec systemd-nspawn -D " +
+		m.Root + " -b " + network + extra + " --register=no --keep-unit -M " + m.Name + " --console=read-only"
 	m.cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
 	m.cmd.Stdout, m.cmd.Stderr = console, console
 	if err := m.cmd.Start(); err != nil {
@@ -217,7 +239,86 @@ func (m *Machine) Close() {
 		cancel()
 	}
 	_ = syscall.Unmount(m.Root, 0)
+	m.removeCgroups()
 	if os.Getenv("NSPAWN_KEEP") == "" {
 		os.RemoveAll(m.dir)
 	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// cgroupMount is where the host mounts the hierarchy a /proc/self/cgroup line names.
+func cgroupMount(controllers string) string {
+	switch {
+	case controllers == "":
+		return "/sys/fs/cgroup/unified"
+	case strings.HasPrefix(controllers, "name="):
+		return "/sys/fs/cgroup/" + strings.TrimPrefix(controllers, "name=")
+	default:
+		return "/sys/fs/cgroup/" + controllers
+	}
+}
+
+// Cgroups are the machine's own cgroups (PrivateCgroup), one below this process's in every
+// hierarchy the host mounts, whether they exist now or not.
+func (m *Machine) Cgroups() []string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		parent := filepath.Join(cgroupMount(f[1]), f[2])
+		if _, err := os.Stat(filepath.Join(parent, "cgroup.procs")); err != nil {
+			continue // not mounted here
+		}
+		dirs = append(dirs, filepath.Join(parent, fmt.Sprintf("nspawn-%s-%d", m.Name, os.Getpid())))
+	}
+	return dirs
+}
+
+// makeCgroups makes the machine's cgroups. cpuset's must be given its parent's CPUs and
+// memory nodes before a process may join it.
+func (m *Machine) makeCgroups() error {
+	for _, dir := range m.Cgroups() {
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		m.cgroups = append(m.cgroups, dir)
+		if strings.HasPrefix(dir, cgroupMount("cpuset")+"/") {
+			parent := filepath.Dir(dir)
+			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+				v, err := os.ReadFile(filepath.Join(parent, file))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, file), v, 0o644)
+				}
+				if err != nil {
+					return fmt.Errorf("cgroup %s: %s: %w", dir, file, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes the machine's cgroups, deepest first (what its kubelet made in
+// them), once nothing runs in them.
+func (m *Machine) removeCgroups() {
+	for _, cg := range m.cgroups {
+		var dirs []string
+		_ = filepath.WalkDir(cg, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			_ = os.Remove(dirs[i])
+		}
+	}
+	m.cgroups = nil
 }
