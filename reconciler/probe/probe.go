@@ -26,10 +26,15 @@ type Probe interface {
 type Func struct {
 	ProbeName string
 	Fn        func(ctx context.Context) error
+	// Once makes the baseline a single check: what the probe reads changes on its own
+	// schedule, not within Set.Before (a Node's Ready condition, which the kubelet posts
+	// every 10 s and holds False for its first seconds after a boot).
+	Once bool
 }
 
 func (f Func) Name() string                    { return f.ProbeName }
 func (f Func) Check(ctx context.Context) error { return f.Fn(ctx) }
+func (f Func) baselineOnce() bool              { return f.Once }
 
 // Set is the probes of one apply.
 type Set struct {
@@ -41,16 +46,33 @@ type Set struct {
 	Before time.Duration
 }
 
-// Baseline runs every probe once before the apply and returns the ones that pass: only
-// those are used after it.
+// Baseline checks every probe before the apply, all at once, each until it passes or for
+// Before (a single check for a probe marked Once), and returns the ones that passed, in
+// order: only those are used after it.
 func (s Set) Baseline(ctx context.Context) []Probe {
 	d := s.Before
 	if d <= 0 {
 		d = 5 * time.Second
 	}
+	passed := make([]bool, len(s.Probes))
+	var wg sync.WaitGroup
+	for i, p := range s.Probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if o, ok := p.(interface{ baselineOnce() bool }); ok && o.baselineOnce() {
+				attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				passed[i] = p.Check(attempt) == nil
+				return
+			}
+			passed[i] = poll(ctx, p, d) == nil
+		}()
+	}
+	wg.Wait()
 	var healthy []Probe
-	for _, p := range s.Probes {
-		if poll(ctx, p, d) == nil {
+	for i, p := range s.Probes {
+		if passed[i] {
 			healthy = append(healthy, p)
 		}
 	}

@@ -15,23 +15,60 @@ import (
 )
 
 func TestBaselineDropsProbesFailingBeforeTheApply(t *testing.T) {
-	ok := Func{"ok", func(context.Context) error { return nil }}
-	broken := Func{"broken", func(context.Context) error { return errors.New("down already") }}
+	ok := Func{ProbeName: "ok", Fn: func(context.Context) error { return nil }}
+	broken := Func{ProbeName: "broken", Fn: func(context.Context) error { return errors.New("down already") }}
 	got := Set{Probes: []Probe{ok, broken}, Before: 100 * time.Millisecond}.Baseline(context.Background())
 	if len(got) != 1 || got[0].Name() != "ok" {
 		t.Fatalf("baseline kept %v", got)
 	}
 }
 
+// TestBaselineChecksAtOnce: each probe's baseline runs while the others' do (two probes that
+// each pass only once the other has started both pass), and a probe marked Once is
+// checked once, not retried for Before.
+func TestBaselineChecksAtOnce(t *testing.T) {
+	var started sync.WaitGroup
+	started.Add(2)
+	both := make(chan struct{})
+	go func() { started.Wait(); close(both) }()
+	waitsForOther := func(name string) Probe {
+		var once sync.Once
+		return Func{ProbeName: name, Fn: func(ctx context.Context) error {
+			once.Do(started.Done)
+			select {
+			case <-both:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+	}
+	var notReadyChecks int
+	var mu sync.Mutex
+	notReady := Func{ProbeName: "node-ready", Once: true, Fn: func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		notReadyChecks++
+		return errors.New("node is False: PLEG is not healthy")
+	}}
+	got := Set{Probes: []Probe{waitsForOther("a"), notReady, waitsForOther("b")}, Before: 2 * time.Second}.Baseline(context.Background())
+	if len(got) != 2 || got[0].Name() != "a" || got[1].Name() != "b" {
+		t.Fatalf("baseline kept %v, want a and b in order", got)
+	}
+	if notReadyChecks != 1 {
+		t.Fatalf("the Once probe was checked %d times before the apply, want 1", notReadyChecks)
+	}
+}
+
 func TestVerifyNamesTheFailingProbe(t *testing.T) {
 	calls := 0
-	flaky := Func{"flaky", func(context.Context) error {
+	flaky := Func{ProbeName: "flaky", Fn: func(context.Context) error {
 		if calls++; calls < 3 {
 			return errors.New("not yet")
 		}
 		return nil
 	}}
-	gone := Func{"default-gateway", func(context.Context) error { return errors.New("no echo reply from 192.0.2.1") }}
+	gone := Func{ProbeName: "default-gateway", Fn: func(context.Context) error { return errors.New("no echo reply from 192.0.2.1") }}
 	s := Set{Timeout: 300 * time.Millisecond}
 	start := time.Now()
 	if err := s.Verify(context.Background(), []Probe{flaky}); err != nil {
@@ -120,7 +157,7 @@ func TestDNS(t *testing.T) {
 func TestVerifyRunsProbesAtOnceUnderOneDeadline(t *testing.T) {
 	second := make(chan struct{})
 	var once sync.Once
-	first := Func{"first", func(ctx context.Context) error {
+	first := Func{ProbeName: "first", Fn: func(ctx context.Context) error {
 		select {
 		case <-second:
 			return nil
@@ -128,7 +165,7 @@ func TestVerifyRunsProbesAtOnceUnderOneDeadline(t *testing.T) {
 			return errors.New("the second probe never ran")
 		}
 	}}
-	other := Func{"second", func(context.Context) error { once.Do(func() { close(second) }); return nil }}
+	other := Func{ProbeName: "second", Fn: func(context.Context) error { once.Do(func() { close(second) }); return nil }}
 	if err := (Set{Timeout: 2 * time.Second}).Verify(context.Background(), []Probe{first, other}); err != nil {
 		t.Fatalf("probes run one after the other: %v", err)
 	}

@@ -102,9 +102,11 @@ func APIServer(cfg *rest.Config) Probe {
 	}}
 }
 
-// NodeReady reads the node from the API server (uncached) and wants it Ready.
+// NodeReady reads the node from the API server (uncached) and wants it Ready. Its baseline
+// is one read (Once): after a boot the kubelet reports NotReady until its first pod
+// lifecycle relist (10 s here), which no retry within seconds sees end.
 func NodeReady(reader client.Reader, nodeName string) Probe {
-	return Func{ProbeName: "node-ready", Fn: func(ctx context.Context) error {
+	return Func{ProbeName: "node-ready", Once: true, Fn: func(ctx context.Context) error {
 		n := &corev1.Node{}
 		if err := reader.Get(ctx, client.ObjectKey{Name: nodeName}, n); err != nil {
 			return err
