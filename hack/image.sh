@@ -28,19 +28,7 @@ export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 # buildah, with every other package the project needs, from Debian.
 hack/install-deps.sh
 
-# buildah's own isolation: no OCI runtime, no user namespaces, so it works inside a container
-# too. Nothing in the Containerfile runs a command; test/image's buildah run uses it.
-export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
-
-# A fresh machine may have no /etc/containers/policy.json (the trust policy every copy
-# checks, including the commit of a build and a push to a local archive). Nothing is pulled
-# here, so a policy that accepts anything is given instead of editing /etc.
-policy_args=()
-if [ ! -f /etc/containers/policy.json ]; then
-  policy=$(mktemp)
-  echo '{"default":[{"type":"insecureAcceptAnything"}]}' > "$policy"
-  policy_args=(--signature-policy "$policy")
-fi
+. hack/buildah.sh
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx" ${policy:+"$policy"}' EXIT

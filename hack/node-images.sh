@@ -11,16 +11,10 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
-export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
 PAUSE="${PAUSE_IMAGE:-localhost/pause:nmoverlay}"
 
 image=$(hack/image.sh)
-policy_args=()
-if [ ! -f /etc/containers/policy.json ]; then
-  policy=$(mktemp)
-  echo '{"default":[{"type":"insecureAcceptAnything"}]}' > "$policy"
-  policy_args=(--signature-policy "$policy")
-fi
+. hack/buildah.sh
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx" ${policy:+"$policy"}' EXIT
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/pause" ./hack/pause

@@ -61,7 +61,7 @@ func (s Set) Baseline(ctx context.Context) []Probe {
 		go func() {
 			defer wg.Done()
 			if o, ok := p.(interface{ baselineOnce() bool }); ok && o.baselineOnce() {
-				attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+				attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
 				defer cancel()
 				passed[i] = p.Check(attempt) == nil
 				return
@@ -112,6 +112,9 @@ func (s Set) Verify(ctx context.Context, probes []Probe) error {
 	return nil
 }
 
+// attemptTimeout bounds one check of a probe.
+const attemptTimeout = 2 * time.Second
+
 // poll checks p until it succeeds, with a short, growing pause (25 ms to 1 s), up to d.
 func poll(ctx context.Context, p Probe, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
@@ -119,7 +122,7 @@ func poll(ctx context.Context, p Probe, d time.Duration) error {
 	var last error
 	pauses := wait.Backoff{Duration: 25 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
 	err := pauses.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
-		attempt, cancelAttempt := context.WithTimeout(ctx, 2*time.Second)
+		attempt, cancelAttempt := context.WithTimeout(ctx, attemptTimeout)
 		defer cancelAttempt()
 		last = p.Check(attempt)
 		return last == nil, nil
