@@ -18,10 +18,12 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -33,11 +35,15 @@ import (
 
 // kustomization.yaml is matched by *.yaml too; it is named so that it cannot go missing.
 //
-//go:embed kustomization.yaml *.yaml crds/*.yaml
+//go:embed kustomization.yaml *.yaml crds/*.yaml operand/*.yaml
 var manifests embed.FS
 
 // KustomizationFile is the kustomization every rendering starts from.
 const KustomizationFile = "kustomization.yaml"
+
+// OperandDir holds the kustomization of what the operator deploys for the NMState CR:
+// the handler, the controller, their RBAC and admission policies.
+const OperandDir = "operand"
 
 // ImageName is the image the manifests name, for the kustomization's images: entry (or
 // Options.Image) to replace.
@@ -49,6 +55,10 @@ type Options struct {
 	// `kustomize edit set image nmoverlay=IMAGE` would: name[:tag][@digest]. Empty: the
 	// kustomization's newName/newTag/digest.
 	Image string
+	// Namespace moves every namespaced object, and every binding's service account
+	// subject, to this namespace (the operator deploys into its own). Empty: the
+	// kustomization's.
+	Namespace string
 }
 
 // ValidateImage checks an image reference, e.g. registry.example/nmoverlay:v1 or
@@ -92,7 +102,14 @@ func imageEntry(ref string) (types.Image, error) {
 // Validate checks the options.
 func (o Options) Validate() error {
 	if o.Image != "" {
-		return ValidateImage(o.Image)
+		if err := ValidateImage(o.Image); err != nil {
+			return err
+		}
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return field.Invalid("namespace", o.Namespace, "is not a namespace name: "+strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }
@@ -122,12 +139,20 @@ var kinds = map[schema.GroupKind]kindInfo{
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: {stage: 5},
 	{Group: "apps", Kind: "DaemonSet"}:                                                {namespaced: true, stage: 6},
 	{Group: "apps", Kind: "Deployment"}:                                               {namespaced: true, stage: 6},
+	{Group: "nmstate.io", Kind: "NMState"}:                                            {stage: 7},
 }
 
-// Objects returns every object the kustomization lists, transformed as kustomize does, in
-// the order kubectl apply -f - accepts in one go.
+// Objects returns every object the kustomization lists (the CRDs and the operator: what
+// kubectl apply -k deploy/ installs), transformed as kustomize does, in the order kubectl
+// apply -f - accepts in one go.
 func Objects(opts Options) ([]*unstructured.Unstructured, error) {
 	return ObjectsFrom(manifests, opts)
+}
+
+// Operand returns what the operator deploys (OperandDir's kustomization) in the order it
+// applies them.
+func Operand(opts Options) ([]*unstructured.Unstructured, error) {
+	return objectsIn(manifests, OperandDir, opts)
 }
 
 // Render returns Objects as a YAML stream, every document starting with "---".
@@ -156,6 +181,11 @@ func Marshal(objs []*unstructured.Unstructured) ([]byte, error) {
 // ObjectsFrom is Objects for the kustomization.yaml at the root of fsys, with everything it
 // refers to in fsys; tests compare it with kustomize on other inputs.
 func ObjectsFrom(fsys fs.FS, opts Options) ([]*unstructured.Unstructured, error) {
+	return objectsIn(fsys, ".", opts)
+}
+
+// objectsIn renders the kustomization in dir of fsys.
+func objectsIn(fsys fs.FS, dir string, opts Options) ([]*unstructured.Unstructured, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -175,12 +205,11 @@ func ObjectsFrom(fsys fs.FS, opts Options) ([]*unstructured.Unstructured, error)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Image != "" {
-		if err := setImage(mem, opts.Image); err != nil {
-			return nil, err
-		}
+	root := path.Join("/", dir)
+	if err := edit(mem, root, opts); err != nil {
+		return nil, err
 	}
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/")
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, root)
 	if err != nil {
 		return nil, err
 	}
@@ -219,28 +248,48 @@ func ObjectsFrom(fsys fs.FS, opts Options) ([]*unstructured.Unstructured, error)
 	return out, nil
 }
 
-// setImage rewrites the kustomization in fsys as `kustomize edit set image nmoverlay=ref`
-// does: read and fixed up as kustomize reads it, the images: entry for ImageName replaced.
-func setImage(fsys filesys.FileSystem, ref string) error {
-	img, err := imageEntry(ref)
-	if err != nil {
-		return err
+// edit rewrites the kustomization in dir of fsys as `kustomize edit set image
+// nmoverlay=IMAGE` does (read and fixed up as kustomize reads it, the images: entry for
+// ImageName replaced) and adds a namespace transformer for opts.Namespace.
+func edit(fsys filesys.FileSystem, dir string, opts Options) error {
+	if opts.Image == "" && opts.Namespace == "" {
+		return nil
 	}
-	b, err := fsys.ReadFile(KustomizationFile)
+	file := path.Join(dir, KustomizationFile)
+	b, err := fsys.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	var k types.Kustomization
 	if err := k.Unmarshal(b); err != nil {
-		return fmt.Errorf("%s: %w", KustomizationFile, err)
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	k.FixKustomization()
-	k.Images = append(slices.DeleteFunc(k.Images, func(i types.Image) bool { return i.Name == ImageName }), img)
-	if b, err = yaml.Marshal(&k); err != nil {
-		return fmt.Errorf("%s: %w", KustomizationFile, err)
+	if opts.Image != "" {
+		img, err := imageEntry(opts.Image)
+		if err != nil {
+			return err
+		}
+		k.Images = append(slices.DeleteFunc(k.Images, func(i types.Image) bool { return i.Name == ImageName }), img)
 	}
-	return fsys.WriteFile(KustomizationFile, b)
+	if opts.Namespace != "" {
+		// kustomize's namespace: field moves only the binding subjects in namespace
+		// "default"; this transformer moves every service account's, ours included.
+		t := fmt.Sprintf("apiVersion: builtin\nkind: NamespaceTransformer\nmetadata:\n  name: namespace\n  namespace: %s\n"+
+			"setRoleBindingSubjects: allServiceAccounts\n", opts.Namespace)
+		if err := fsys.WriteFile(path.Join(dir, namespaceTransformerFile), []byte(t)); err != nil {
+			return err
+		}
+		k.Transformers = append(k.Transformers, namespaceTransformerFile)
+	}
+	if b, err = yaml.Marshal(&k); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return fsys.WriteFile(file, b)
 }
+
+// namespaceTransformerFile is written next to the kustomization to set Options.Namespace.
+const namespaceTransformerFile = "zz-nmoverlay-namespace.yaml"
 
 // Decode parses a multi-document YAML stream (a manifest file, Render's output, kubectl
 // kustomize's) into objects. Empty documents are skipped, as kustomize and kubectl do;

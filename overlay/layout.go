@@ -102,6 +102,15 @@ func (l Layout) NMEnvFile() string { return filepath.Join(l.RunDir, "NetworkMana
 // overlay; a difference later means something wrote to lower while mounted.
 func (l Layout) LowerManifest() string { return filepath.Join(l.RunDir, "lower.manifest") }
 
+// BootIDFile is the boot ID of the boot the helper set the overlay up in, copied from
+// KernelBootIDFile at setup. The handler takes it as the node's boot: a new one means an
+// empty tmpfs layer to re-apply. It is the kernel's, read on the host, where a container
+// sharing the host's kernel under another boot (a systemd-nspawn node) reads its own.
+func (l Layout) BootIDFile() string { return filepath.Join(l.RunDir, "boot_id") }
+
+// KernelBootIDFile is the running kernel's boot ID.
+const KernelBootIDFile = "/proc/sys/kernel/random/boot_id"
+
 // CheckpointRecord is where the handler's engine notes its open NetworkManager checkpoint
 // (networkmanager.ApplyOptions.CheckpointRecord): on tmpfs, since checkpoints do not
 // outlive a boot, in a dir of its own that the handler's pod may write.

@@ -28,6 +28,10 @@ func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
 		r := Report{Layout: l, Checks: []Check{{Name: CheckMounted, Detail: err.Error()}}}
 		return r, degradeWith(l, r)
 	}
+	if err := recordBootID(l); err != nil {
+		r := Report{Layout: l, Checks: []Check{{Name: CheckMounted, Detail: err.Error()}}}
+		return r, degradeWith(l, r)
+	}
 	// The first setup of a boot records lower, so later writes to it are detectable.
 	if !fileExists(l.LowerManifest()) {
 		m, err := ReadManifest(l.Lower)
@@ -78,6 +82,15 @@ func prepare(l Layout) error {
 		}
 	}
 	return mountOverlay(l)
+}
+
+// recordBootID copies the kernel's boot ID to l.BootIDFile, for the handler.
+func recordBootID(l Layout) error {
+	id, err := os.ReadFile(KernelBootIDFile)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(l.BootIDFile(), id, 0o644)
 }
 
 func mountOverlay(l Layout) error {

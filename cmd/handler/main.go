@@ -4,14 +4,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nmoverlay/nmoverlay/api"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
@@ -38,6 +42,7 @@ import (
 // options are the handler's flags.
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
+	disabledProbes                                                         []string
 	probeTimeout, activationTimeout                                        time.Duration
 	reapplyDrift, metricsSecure                                            bool
 }
@@ -48,8 +53,20 @@ func main() {
 	flag.StringVar(&o.bus, "bus", "", "D-Bus address of NetworkManager's bus (default: the system bus, DBUS_SYSTEM_BUS_ADDRESS)")
 	flag.StringVar(&o.layoutFile, "layout", overlay.LayoutFile, "nm-overlay layout file, as the MachineConfig wrote it")
 	flag.StringVar(&o.dnsHost, "dns-probe-host", "", "name the DNS probe resolves (default: the API server's host name, if it is a name)")
-	flag.StringVar(&o.bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id",
-		"file naming the running boot: every policy is re-applied when it changes")
+	flag.StringVar(&o.bootIDFile, "boot-id-file", "",
+		"file naming the running boot: every policy is re-applied when it changes (default: the boot ID nm-overlay "+
+			"recorded when it set the overlay up, else "+overlay.KernelBootIDFile+")")
+	flag.Func("disable-probes", "comma-separated probes not to run after an apply: "+
+		nmstatev1.ProbeDefaultGateway+", "+nmstatev1.ProbeDNS+" (the API server and Node Ready probes cannot be disabled)",
+		func(v string) error {
+			for _, p := range strings.Split(v, ",") {
+				if p != nmstatev1.ProbeDefaultGateway && p != nmstatev1.ProbeDNS {
+					return fmt.Errorf("%q cannot be disabled: only %s and %s can", p, nmstatev1.ProbeDefaultGateway, nmstatev1.ProbeDNS)
+				}
+				o.disabledProbes = append(o.disabledProbes, p)
+			}
+			return nil
+		})
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.HandlerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.HandlerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
@@ -162,9 +179,18 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		Engine:    newEngine(o, nm, layout, dialer, alive(cfg, mgr.GetHTTPClient())),
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
-		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout),
+		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
 		BootID: func() (string, error) {
-			b, err := os.ReadFile(o.bootIDFile)
+			file := o.bootIDFile
+			if file == "" {
+				file = layout.BootIDFile()
+				if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+					// No overlay set up in this boot (the node refuses policies then),
+					// or a helper from before it recorded the boot.
+					file = overlay.KernelBootIDFile
+				}
+			}
+			b, err := os.ReadFile(file)
 			return strings.TrimSpace(string(b)), err
 		},
 		Degraded: func() (string, error) { return overlay.InUse(layout) },
@@ -218,12 +244,16 @@ func forwardChanges(nmChanges, lowerChanged <-chan struct{}, netChanged chan<- s
 // the apply (a gateway that was already unreachable does not block every policy).
 // timeout bounds how long the probes may take to pass after an apply (a bridge's forwarding
 // delay, a bond's negotiation); the network is rolled back after it.
-func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string, timeout time.Duration) probe.Set {
-	set := probe.Set{Timeout: timeout, Probes: []probe.Probe{
-		probe.Ping("default-gateway", func(ctx context.Context) (netip.Addr, error) { return defaultGateway(ctx, nm) }),
-		probe.APIServer(cfg),
-		probe.NodeReady(reader, nodeName),
-	}}
+func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string, timeout time.Duration, disabled []string) probe.Set {
+	set := probe.Set{Timeout: timeout, Probes: []probe.Probe{probe.APIServer(cfg), probe.NodeReady(reader, nodeName)}}
+	if !slices.Contains(disabled, nmstatev1.ProbeDefaultGateway) {
+		set.Probes = append([]probe.Probe{probe.Ping(nmstatev1.ProbeDefaultGateway, func(ctx context.Context) (netip.Addr, error) {
+			return defaultGateway(ctx, nm)
+		})}, set.Probes...)
+	}
+	if slices.Contains(disabled, nmstatev1.ProbeDNS) {
+		return set
+	}
 	if dnsHost == "" {
 		if u, err := url.Parse(cfg.Host); err == nil {
 			if _, err := netip.ParseAddr(u.Hostname()); err != nil && u.Hostname() != "" {

@@ -110,10 +110,11 @@ var machineConfigsCommand = command{
 var renderCommand = command{
 	name: "nmoverlay render",
 	about: "Renders one MachineConfig per pool, then every object of nmoverlay's cluster side (deploy/, as\n" +
-		"kubectl apply -k deploy/ creates them) in an order kubectl apply -f - accepts in one go.",
+		"kubectl apply -k deploy/ creates them: the CRDs and the operator) in an order kubectl apply -f -\n" +
+		"accepts in one go. Creating the NMState named nmstate then deploys the handler and the controller.",
 	define: func(fs *flag.FlagSet) func() ([]byte, error) {
 		mc := addMachineConfigFlags(fs)
-		image := fs.String("image", "", "image of the handler and the controller, name[:tag][@digest] (default deploy/kustomization.yaml's)")
+		image := fs.String("image", "", "image of the operator, which deploys the handler and the controller with it, name[:tag][@digest] (default deploy/kustomization.yaml's)")
 		return func() ([]byte, error) {
 			opts := deploy.Options{Image: *image}
 			// Given but empty is a mistake (an unset variable in a script), not the default.

@@ -165,8 +165,8 @@ func TestRender(t *testing.T) {
 			t.Errorf("deploy object %d:\n%s\nwant\n%s", i, got, exp)
 		}
 	}
-	if n := strings.Count(stdout.String(), "image: "+image+"\n"); n < 2 {
-		t.Errorf("the image is used %d times, want the handler's and the controller's", n)
+	if n := strings.Count(stdout.String(), "image: "+image+"\n"); n != 1 {
+		t.Errorf("the image is used %d times, want the operator's", n)
 	}
 	if strings.Contains(stdout.String(), "image: "+deploy.ImageName+"\n") {
 		t.Errorf("an image was left unreplaced")

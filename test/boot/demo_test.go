@@ -33,15 +33,17 @@ var _ = Describe("the demo scenario", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("every step ran, the clean-up last")
-		Expect(report.Steps).To(HaveLen(12))
+		Expect(report.Steps).To(HaveLen(13))
 		Expect(report.Steps[len(report.Steps)-1].Title).To(HavePrefix("clean up"))
 
-		By("the handler ran on every node and the controller's two replicas, one of them leading")
+		By("the operator, then for the NMState the handler on every node and the controller's two replicas, one of them leading")
 		onNode := map[string]int{}
 		for _, node := range report.Pods {
 			onNode[node]++
 		}
-		Expect(report.Pods).To(HaveLen(4))
+		Expect(report.Pods).To(HaveLen(5))
+		Expect(report.Operator).To(BeNumerically("<", report.Installed))
+		Expect(report.Deployed).To(BeNumerically("<", report.Installed))
 		Expect(onNode).To(HaveKey("demo-a"))
 		Expect(onNode).To(HaveKey("demo-b"))
 		Expect(report.Pods).To(HaveKey(report.Leader))
@@ -69,6 +71,10 @@ var _ = Describe("the demo scenario", func() {
 		By("the bad gateway was rolled back by the gateway probe")
 		Expect(report.BadGateway).To(ContainSubstring("default-gateway"))
 		Expect(report.DefaultRouteAfter).To(ContainSubstring("via 192.0.2.254"))
+
+		By("the NMState's deletion removed the handlers and the controller; created again, they found the policies in effect")
+		Expect(report.Removed).To(BeNumerically(">", 0))
+		Expect(report.Redeployed).To(BeNumerically(">", 0))
 
 		By("after the delete every node runs its persistent profile and the tmpfs layer holds no profile of the policy")
 		Expect(report.NodesAfterDelete).To(HaveLen(len(nodes)))

@@ -78,6 +78,8 @@ var _ = Describe("a node that boots the MachineConfig before the DaemonSet put n
 		Expect(err).NotTo(HaveOccurred())
 		_, err = c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-k", dir)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(c.WaitOperator(ctx, w)).To(Succeed())
+		Expect(c.Client.Create(ctx, &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: nmstatev1.NMStateName}})).To(Succeed())
 		Expect(c.WaitInstalled(ctx, w)).To(Succeed())
 		Expect(n.Root+overlay.HelperBinary).To(BeAnExistingFile(), "the init container installed nm-overlay")
 

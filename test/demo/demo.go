@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,10 +86,11 @@ type Options struct {
 // Report is what the run measured and saw, step by step.
 type Report struct {
 	Steps []Step
-	// StartCluster: the control plane up and both nodes Ready; Installed: kubectl apply -k
-	// until every pod was ready; MachineConfig: the MachineConfig written and every node
-	// rebooted and Ready.
-	StartCluster, Installed, MachineConfig time.Duration
+	// StartCluster: the control plane up and both nodes Ready; Operator: kubectl apply -k
+	// until the operator was available; Deployed: the NMState created until it was
+	// Available (every handler and the controller ready); Installed: kubectl apply -k until
+	// then; MachineConfig: the MachineConfig written and every node rebooted and Ready.
+	StartCluster, Operator, Deployed, Installed, MachineConfig time.Duration
 	// Pods maps each of nmoverlay's pods to its node; Leader is the pod holding the
 	// controller's lease.
 	Pods   map[string]string
@@ -114,6 +117,9 @@ type Report struct {
 	// default route once it was rolled back.
 	BadGateway        string
 	DefaultRouteAfter string
+	// Removed: the NMState deleted until its handlers and controller were gone;
+	// Redeployed: it created again until every policy was Available with new handlers.
+	Removed, Redeployed time.Duration
 	// Deleted: policies deleted until every node was back on its persistent profiles;
 	// UpperAfterDelete is what the tmpfs layer held then.
 	Deleted          time.Duration
@@ -134,6 +140,8 @@ type run struct {
 	k8s    client.Client
 	w      lc.Workloads
 	report *Report
+	// nmstateFile is the NMState manifest the install step wrote.
+	nmstateFile string
 }
 
 // Run starts the cluster, walks through the scenario and takes everything down again.
@@ -226,7 +234,7 @@ func (r *run) steps(ctx context.Context) error {
 		{"render the MachineConfig for the worker pool (Ignition 3.2.0)", r.render},
 		{fmt.Sprintf("start kube-apiserver, etcd, kube-controller-manager and kube-scheduler, a fabric network (gateway %s, where the API server answers); boot %s with systemd-nspawn, each with containerd, a kubelet and kube-proxy",
 			fabric.Gateway, strings.Join(r.o.Cluster.Nodes, " and ")), r.start},
-		{"install nmoverlay as an administrator does: a kustomization naming the image, kubectl apply -k", r.install},
+		{"install nmoverlay as an administrator does: a kustomization naming the image, kubectl apply -k (the CRDs and the operator), then the NMState", r.install},
 		{"roll the MachineConfig out as MCO does: its files written, each node rebooted in turn; nm-overlay (put there by the handler's init container) sets up the overlay at boot", r.machineConfig},
 	} {
 		if err := r.step(s.title, func() error { return s.f(ctx) }); err != nil {
@@ -245,6 +253,7 @@ func (r *run) steps(ctx context.Context) error {
 		{fmt.Sprintf("reboot %s: the tmpfs layer is gone; the kubelet restarts the handler, which re-applies every policy in the new boot", nodeA.Name), r.reboot},
 		{fmt.Sprintf("scrape %s's handler as Prometheus does: HTTPS on port %d with a token allowed to get /metrics; without one, refused", nodeA.Name, serving.HandlerMetricsPort), r.scrape},
 		{fmt.Sprintf("policy %s points %s's default route at %s, where nobody answers: the gateway probe fails and the node rolls back", BadGatewayPolicy, nodeA.Name, badGateway), r.badGateway},
+		{"delete the NMState: the garbage collector removes the handlers and the controller, the nodes keep their network and the policies stay; create it again", r.removeNMState},
 		{"delete the policies: every node is back on its persistent profiles, without a reboot", r.delete},
 	} {
 		if err := r.step(s.title, func() error { return s.f(ctx) }); err != nil {
@@ -292,11 +301,42 @@ func (r *run) install(ctx context.Context) error {
 	if err := r.kubectl(ctx, "apply", "-k", dir); err != nil {
 		return err
 	}
+	if err := r.c.WaitOperator(ctx, r.w); err != nil {
+		return err
+	}
+	r.report.Operator = time.Since(start)
+	r.printf("the operator ready %s after kubectl apply; it deploys nothing until the NMState exists\n", r.report.Operator.Round(10*time.Millisecond))
+	if err := r.kubectl(ctx, "-n", r.w.Namespace, "get", "pods"); err != nil {
+		return err
+	}
+	r.nmstateFile = filepath.Join(dir, "nmstate.yaml")
+	if err := os.WriteFile(r.nmstateFile, []byte(NMStateManifest), 0o644); err != nil {
+		return err
+	}
+	r.printf("$ cat %s\n%s\n", r.nmstateFile, indent(NMStateManifest))
+	created := time.Now()
+	if err := r.kubectl(ctx, "apply", "-f", r.nmstateFile); err != nil {
+		return err
+	}
 	if err := r.c.WaitInstalled(ctx, r.w); err != nil {
 		return err
 	}
+	if err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nm := &nmstatev1.NMState{}
+		if err := r.k8s.Get(ctx, client.ObjectKey{Name: nmstatev1.NMStateName}, nm); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return isTrue(nm.Status.Conditions, nmstatev1.NMStateAvailable), nil
+	}); err != nil {
+		return fmt.Errorf("the NMState is not Available: %w", err)
+	}
+	r.report.Deployed = time.Since(created)
+	if err := r.kubectl(ctx, "get", "nmstate"); err != nil {
+		return err
+	}
 	r.report.Installed = time.Since(start)
-	r.printf("every pod ready %s after kubectl apply\n", r.report.Installed.Round(10*time.Millisecond))
+	r.printf("every pod ready and the NMState Available %s after it was created (%s after kubectl apply -k)\n",
+		r.report.Deployed.Round(10*time.Millisecond), r.report.Installed.Round(10*time.Millisecond))
 	if err := r.kubectl(ctx, "-n", r.w.Namespace, "get", "pods", "-o", "wide"); err != nil {
 		return err
 	}
@@ -325,6 +365,14 @@ func (r *run) install(ctx context.Context) error {
 	}
 	return nil
 }
+
+// NMStateManifest is the NMState an administrator creates, as kubernetes-nmstate's
+// documentation writes it.
+const NMStateManifest = `apiVersion: nmstate.io/v1
+kind: NMState
+metadata:
+  name: nmstate
+`
 
 // controllerLease is the controller's leader election lease (cmd/controller).
 const controllerLease = "nmoverlay-controller.nmstate.io"
@@ -578,6 +626,70 @@ func (r *run) badGateway(ctx context.Context) error {
 		return err
 	}
 	return r.deletePolicy(ctx, BadGatewayPolicy)
+}
+
+// removeNMState deletes the NMState and creates it again: the garbage collector removes
+// the handlers and the controller with it, the nodes keep the network they have, the
+// policies stay; the new handlers find every policy in effect.
+func (r *run) removeNMState(ctx context.Context) error {
+	start := time.Now()
+	if err := r.kubectl(ctx, "delete", "nmstate", nmstatev1.NMStateName); err != nil {
+		return err
+	}
+	var left string
+	if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := r.k8s.List(ctx, pods, client.InNamespace(r.w.Namespace)); err != nil {
+			return false, err
+		}
+		left = ""
+		for _, p := range pods.Items {
+			if name := p.Labels["app.kubernetes.io/name"]; name == r.w.Handler || name == r.w.Controller {
+				left += " " + p.Name
+			}
+		}
+		for name, o := range map[string]client.Object{r.w.Handler: &appsv1.DaemonSet{}, r.w.Controller: &appsv1.Deployment{}} {
+			if err := r.k8s.Get(ctx, client.ObjectKey{Namespace: r.w.Namespace, Name: name}, o); err == nil {
+				left += " " + name
+			} else if client.IgnoreNotFound(err) != nil {
+				return false, err
+			}
+		}
+		return left == "", nil
+	}); err != nil {
+		return fmt.Errorf("still there after the NMState was deleted:%s: %w", left, err)
+	}
+	r.report.Removed = time.Since(start)
+	r.printf("the handlers and the controller removed %s after the NMState was deleted\n", r.report.Removed.Round(10*time.Millisecond))
+	if err := r.kubectl(ctx, "-n", r.w.Namespace, "get", "pods"); err != nil {
+		return err
+	}
+	if err := r.kubectl(ctx, "get", "nncp"); err != nil {
+		return err
+	}
+	// Nobody applies or reverts anything now: the nodes keep what was committed.
+	for i, n := range r.c.Nodes {
+		if err := r.expectAddress(ctx, n, Bridge, BridgeAddress(i)+"/24"); err != nil {
+			return fmt.Errorf("without handlers: %w", err)
+		}
+	}
+	r.printf("%s: %s still has %s/24: without a handler nothing is applied or reverted\n", r.c.Nodes[0].Name, Bridge, BridgeAddress(0))
+
+	created := time.Now()
+	if err := r.kubectl(ctx, "apply", "-f", r.nmstateFile); err != nil {
+		return err
+	}
+	if err := r.c.WaitInstalled(ctx, r.w); err != nil {
+		return err
+	}
+	for _, n := range r.c.Nodes {
+		if err := r.waitPolicy(ctx, BridgePolicy(n.Name), shared.PolicyAvailable, time.Minute); err != nil {
+			return err
+		}
+	}
+	r.report.Redeployed = time.Since(created)
+	r.printf("created again: every pod ready and the policies Available %s later\n", r.report.Redeployed.Round(10*time.Millisecond))
+	return r.kubectl(ctx, "get", "nmstate,nncp")
 }
 
 func (r *run) delete(ctx context.Context) error {

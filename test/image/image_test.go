@@ -45,27 +45,46 @@ type container struct {
 	corev1.Container
 }
 
-// manifestContainers reads the workloads deploy/kustomization.yaml lists and returns their
-// containers that run the image the kustomization's images: entry names ("nmoverlay").
-func manifestContainers() []container {
-	var k struct {
-		Resources []string `json:"resources"`
-		Images    []struct {
-			Name string `json:"name"`
-		} `json:"images"`
-	}
-	b, err := os.ReadFile("../../deploy/kustomization.yaml")
+// kustomization is what manifestContainers reads of one.
+type kustomization struct {
+	dir       string
+	Resources []string `json:"resources"`
+	Images    []struct {
+		Name string `json:"name"`
+	} `json:"images"`
+}
+
+func readKustomization(dir string) kustomization {
+	k := kustomization{dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(yaml.Unmarshal(b, &k)).To(Succeed())
+	return k
+}
+
+// manifestContainers reads the workloads deploy/kustomization.yaml lists (the operator's)
+// and deploy/operand/kustomization.yaml (what the operator deploys) and returns their
+// containers that run the image deploy/kustomization.yaml's images: entry names
+// ("nmoverlay").
+func manifestContainers() []container {
+	top := readKustomization("../../deploy")
 	ours := map[string]bool{}
-	for _, i := range k.Images {
+	for _, i := range top.Images {
 		ours[i.Name] = true
 	}
 	Expect(ours).NotTo(BeEmpty(), "deploy/kustomization.yaml names no image")
 
 	var cs []container
+	for _, k := range []kustomization{top, readKustomization("../../deploy/operand")} {
+		cs = append(cs, workloadContainers(k, ours)...)
+	}
+	return cs
+}
+
+func workloadContainers(k kustomization, ours map[string]bool) []container {
+	var cs []container
 	for _, r := range k.Resources {
-		b, err := os.ReadFile(filepath.Join("../../deploy", r))
+		b, err := os.ReadFile(filepath.Join(k.dir, r))
 		Expect(err).NotTo(HaveOccurred())
 		docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 		for {

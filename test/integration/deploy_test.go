@@ -14,13 +14,16 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 )
 
-// deployObjects is what kubectl apply -k deploy/ sends: deploy.Objects, which the removal
-// spec checks against kubectl kustomize.
+// deployObjects is every object of an installed nmoverlay: what kubectl apply -k deploy/
+// sends (deploy.Objects) and what the operator then deploys (deploy.Operand), which the
+// removal spec checks against kubectl kustomize.
 func deployObjects() []*unstructured.Unstructured {
 	GinkgoHelper()
 	objs, err := deploy.Objects(deploy.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	return objs
+	operand, err := deploy.Operand(deploy.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	return append(objs, operand...)
 }
 
 // can asks the API server whether the service account may do verb on resource.

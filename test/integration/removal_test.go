@@ -255,12 +255,16 @@ var _ = Describe("removing nmoverlay with kubectl delete -k", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	It("renders what kubectl kustomize renders, every object", func() {
-		want := asServed(decodeYAMLStream(kubectl(nil, "kustomize", kustomizeDir)))
-		got := asServed(rendered)
-		Expect(slices.Sorted(maps.Keys(got))).To(Equal(slices.Sorted(maps.Keys(want))))
-		for key, w := range want {
-			Expect(got[key]).To(Equal(w), key)
+	It("renders what kubectl kustomize renders, every object, the operator's and the operand's", func() {
+		operand, err := deploy.Operand(deploy.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		for dir, objs := range map[string][]*unstructured.Unstructured{kustomizeDir: rendered, filepath.Join(kustomizeDir, deploy.OperandDir): operand} {
+			want := asServed(decodeYAMLStream(kubectl(nil, "kustomize", dir)))
+			got := asServed(objs)
+			Expect(slices.Sorted(maps.Keys(got))).To(Equal(slices.Sorted(maps.Keys(want))))
+			for key, w := range want {
+				Expect(got[key]).To(Equal(w), key)
+			}
 		}
 		// And its scopes are the API server's: a namespace on exactly the namespaced objects.
 		for _, o := range rendered {
@@ -342,15 +346,16 @@ var _ = Describe("removing nmoverlay with kubectl delete -k", Ordered, func() {
 			}
 		}
 		kubectl(nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
-		ds := &unstructured.Unstructured{}
+		// The operator runs the image (and deploys the handler and the controller with its own).
+		d := &unstructured.Unstructured{}
 		for _, o := range rendered {
-			if o.GetKind() == "DaemonSet" {
-				ds.SetGroupVersionKind(o.GroupVersionKind())
-				Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), ds)).To(Succeed())
+			if o.GetKind() == "Deployment" {
+				d.SetGroupVersionKind(o.GroupVersionKind())
+				Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), d)).To(Succeed())
 			}
 		}
-		containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
-		Expect(containers).NotTo(BeEmpty())
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		Expect(containers).To(HaveLen(1))
 		Expect(containers[0]).To(HaveKeyWithValue("image", image))
 		// AfterAll removes it again.
 	})

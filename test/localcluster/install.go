@@ -26,41 +26,51 @@ import (
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 
-// Workloads names what deploy/ runs: the handler's DaemonSet and the controller's
-// Deployment, in their namespace, and the image they run as published (what an
-// administrator's kustomization replaces).
-type Workloads struct{ Namespace, Handler, Controller, Image string }
+// Workloads names what nmoverlay runs: the operator's Deployment (deploy/) and what it
+// deploys (deploy/operand/), the handler's DaemonSet and the controller's Deployment, in
+// their namespace, and the image they run as published (what an administrator's
+// kustomization replaces).
+type Workloads struct{ Namespace, Operator, Handler, Controller, Image string }
 
 // DeployWorkloads reads the names from deploy/.
 func DeployWorkloads() (Workloads, error) {
-	objs, err := deploy.Objects(deploy.Options{})
+	install, err := deploy.Objects(deploy.Options{})
+	if err != nil {
+		return Workloads{}, err
+	}
+	operand, err := deploy.Operand(deploy.Options{})
 	if err != nil {
 		return Workloads{}, err
 	}
 	var w Workloads
-	for _, o := range objs {
+	for _, o := range install {
 		switch o.GetKind() {
 		case "Namespace":
 			w.Namespace = o.GetName()
-		case "DaemonSet":
-			w.Handler = o.GetName()
+		case "Deployment":
+			w.Operator = o.GetName()
 			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 			if len(containers) > 0 {
 				w.Image, _, _ = unstructured.NestedString(containers[0].(map[string]any), "image")
 			}
+		}
+	}
+	for _, o := range operand {
+		switch o.GetKind() {
+		case "DaemonSet":
+			w.Handler = o.GetName()
 		case "Deployment":
 			w.Controller = o.GetName()
 		}
 	}
-	if w.Namespace == "" || w.Handler == "" || w.Controller == "" || w.Image == "" {
-		return w, fmt.Errorf("deploy/ has no namespace, DaemonSet or Deployment: %+v", w)
+	if w.Namespace == "" || w.Operator == "" || w.Handler == "" || w.Controller == "" || w.Image == "" {
+		return w, fmt.Errorf("deploy/ has no namespace, operator, DaemonSet or Deployment: %+v", w)
 	}
 	return w, nil
 }
 
 // Kustomization is what an administrator writes to install deploy/ (at deployDir) with
-// the image the nodes hold in place of the published one; and, for this cluster's nodes
-// only, the handler reads the node's boot ID from BootIDFile (see bootIDUnit).
+// the image the nodes hold in place of the published one.
 func (c *Cluster) Kustomization(deployDir string, w Workloads) (dir, content string, err error) {
 	dir = filepath.Join(c.dir, "install")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -84,23 +94,7 @@ images:
 - name: %s
   newName: %s
   newTag: %s
-# This cluster's nodes share one kernel: the handler reads each node's own boot ID from
-# the file the node writes at boot, not from the kernel's /proc.
-patches:
-- target:
-    kind: DaemonSet
-    name: %[6]s
-  patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args/-
-      value: --boot-id-file=%[5]s
-    - op: add
-      path: /spec/template/spec/containers/0/volumeMounts/-
-      value: {name: node-boot-id, mountPath: %[5]s, readOnly: true}
-    - op: add
-      path: /spec/template/spec/volumes/-
-      value: {name: node-boot-id, hostPath: {path: %[5]s, type: File}}
-`, rel, published, name, tag, BootIDFile, w.Handler)
+`, rel, published, name, tag)
 	return dir, content, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(content), 0o644)
 }
 
@@ -119,6 +113,25 @@ func (c *Cluster) Kubectl(ctx context.Context, kubectl string, args ...string) (
 		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// WaitOperator waits until the operator's Deployment is available at its current
+// generation.
+func (c *Cluster) WaitOperator(ctx context.Context, w Workloads) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Operator}, d); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		last = fmt.Sprintf("operator %d/%d available", d.Status.AvailableReplicas, d.Status.Replicas)
+		return d.Status.ObservedGeneration == d.Generation && d.Spec.Replicas != nil && d.Status.AvailableReplicas == *d.Spec.Replicas &&
+			d.Status.UpdatedReplicas == *d.Spec.Replicas, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the operator is not running (%s): %w", last, err)
+	}
+	return nil
 }
 
 // WaitInstalled waits until the handler's pod is ready on every node and the controller's

@@ -46,29 +46,6 @@ ExecStart=/bin/sh -ec 'for d in /sys/fs/cgroup/*/; do case "$d" in */systemd/|*/
 ExecStart=/bin/sh -ec 'mkdir -p /run/localcluster/sysctl; cd /run/localcluster/sysctl; echo 1 > overcommit_memory; echo 10 > panic; echo 1 > panic_on_oops; mount --bind overcommit_memory /proc/sys/vm/overcommit_memory; mount --bind panic /proc/sys/kernel/panic; mount --bind panic_on_oops /proc/sys/kernel/panic_on_oops'
 `
 
-// bootIDUnit publishes the node's boot ID where a pod can read it. The nodes share this
-// machine's kernel: systemd-nspawn gives each boot its own ID by a bind mount over
-// /proc/sys/kernel/random/boot_id inside the node, which a container's own /proc does not
-// have (it sees the kernel's, which no node reboot changes). On a real node the kernel's
-// is the node's, and the handler reads it from /proc.
-const bootIDUnit = `[Unit]
-Description=the node's boot ID for its pods
-DefaultDependencies=no
-After=local-fs.target
-Before=kubelet.service
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/sh -ec 'mkdir -p /run/localcluster && cp /proc/sys/kernel/random/boot_id ` + BootIDFile + `'
-
-[Install]
-WantedBy=multi-user.target
-`
-
-// BootIDFile is where bootIDUnit publishes the node's boot ID.
-const BootIDFile = "/run/localcluster/boot_id"
-
 const kubeletUnit = `[Unit]
 Description=kubelet
 Wants=containerd.service network-online.target
@@ -224,7 +201,6 @@ func (c *Cluster) addNode(ctx context.Context, env *envtest.Environment, o Optio
 		{"/etc/systemd/system/kubelet-prep.service", kubeletPrepUnit, 0o644},
 		{"/etc/systemd/system/" + KubeletUnit, fmt.Sprintf(kubeletUnit, name, n.Address), 0o644},
 		{"/etc/systemd/system/kube-proxy.service", kubeProxyUnit, 0o644},
-		{"/etc/systemd/system/localcluster-boot-id.service", bootIDUnit, 0o644},
 	}
 	for _, f := range files {
 		if err := n.WriteFile(f.path, f.content, f.mode); err != nil {

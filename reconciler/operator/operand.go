@@ -1,0 +1,185 @@
+// Package operator deploys nmoverlay's handler and controller for the NMState CR: the
+// objects of deploy/operand (the ones nmoverlay render writes: one definition), with the
+// CR's placement and probe settings, server-side applied and owned by the CR, so that the
+// garbage collector removes them with it. It also creates the default NMState on the
+// platforms where nmoverlay is on by default (platform.go).
+package operator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+)
+
+// Labels every object the operator applies carries; its cache holds only those.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "nmoverlay-operator"
+)
+
+// FieldOwner is the operator's field manager for server-side apply.
+const FieldOwner = "nmoverlay-operator"
+
+// osSelector is the handler's node selector that the CR's adds to: the handler is a Linux
+// binary whatever the CR says.
+const osSelector = "kubernetes.io/os"
+
+// Desired returns the operand objects (base, as deploy.Operand renders them) as the
+// NMState nm wants them: the handler DaemonSet and the controller Deployment placed and
+// configured by its spec, every object labelled as the operator's and owned by nm. base is
+// not modified.
+func Desired(base []*unstructured.Unstructured, nm *nmstatev1.NMState) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	var handlers, controllers int
+	for _, b := range base {
+		o := b.DeepCopy()
+		var err error
+		switch o.GetKind() {
+		case "DaemonSet":
+			handlers++
+			err = convert(o, &appsv1.DaemonSet{}, func(ds *appsv1.DaemonSet) error { return placeHandler(&ds.Spec.Template.Spec, nm.Spec) })
+		case "Deployment":
+			controllers++
+			err = convert(o, &appsv1.Deployment{}, func(d *appsv1.Deployment) error { return placeController(&d.Spec.Template.Spec, nm.Spec) })
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedBy
+		o.SetLabels(labels)
+		o.SetOwnerReferences([]metav1.OwnerReference{ownerOf(nm)})
+		out = append(out, o)
+	}
+	if handlers != 1 || controllers != 1 {
+		return nil, fmt.Errorf("the operand has %d DaemonSets and %d Deployments, want one of each (the handler, the controller)", handlers, controllers)
+	}
+	return out, nil
+}
+
+// convert edits o as the typed object T and writes it back, leaving out what the typed
+// round trip adds (an empty status, a null creationTimestamp), which server-side apply
+// would otherwise claim.
+func convert[T any, P interface {
+	*T
+	runtime.Object
+}](o *unstructured.Unstructured, typed P, edit func(P) error) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
+		return err
+	}
+	if err := edit(typed); err != nil {
+		return err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return err
+	}
+	delete(m, "status")
+	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
+	o.Object = m
+	return nil
+}
+
+// placeHandler places the handler's pods and passes the CR's probe and log settings.
+func placeHandler(pod *corev1.PodSpec, spec nmstatev1.NMStateSpec) error {
+	for k, v := range spec.NodeSelector {
+		if k == osSelector && v != pod.NodeSelector[osSelector] {
+			return fmt.Errorf("spec.nodeSelector: %s=%s: the handler runs on Linux only", k, v)
+		}
+		if pod.NodeSelector == nil {
+			pod.NodeSelector = map[string]string{}
+		}
+		pod.NodeSelector[k] = v
+	}
+	if len(spec.Tolerations) > 0 {
+		pod.Tolerations = spec.Tolerations
+	}
+	if spec.Affinity != nil {
+		pod.Affinity = spec.Affinity
+	}
+	c, err := container(pod, "handler")
+	if err != nil {
+		return err
+	}
+	c.Args = append(c.Args, HandlerArgs(spec)...)
+	return nil
+}
+
+// placeController places the controller's pods and passes the log level.
+func placeController(pod *corev1.PodSpec, spec nmstatev1.NMStateSpec) error {
+	if len(spec.InfraNodeSelector) > 0 {
+		pod.NodeSelector = spec.InfraNodeSelector
+	}
+	if len(spec.InfraTolerations) > 0 {
+		pod.Tolerations = spec.InfraTolerations
+	}
+	if spec.InfraAffinity != nil {
+		pod.Affinity = spec.InfraAffinity
+	}
+	c, err := container(pod, "controller")
+	if err != nil {
+		return err
+	}
+	c.Args = append(c.Args, logArgs(spec)...)
+	return nil
+}
+
+func container(pod *corev1.PodSpec, name string) (*corev1.Container, error) {
+	i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("no container %q", name)
+	}
+	return &pod.Containers[i], nil
+}
+
+// HandlerArgs are the handler's flags for the CR's probe and log settings, in a stable
+// order (a change of order would roll the DaemonSet).
+func HandlerArgs(spec nmstatev1.NMStateSpec) []string {
+	var args []string
+	p := spec.ProbeConfiguration
+	if p.DNS.Host != "" {
+		args = append(args, "--dns-probe-host="+p.DNS.Host)
+	}
+	if p.Timeout != nil {
+		args = append(args, "--probe-timeout="+p.Timeout.Duration.String())
+	}
+	if len(p.Disabled) > 0 {
+		names := make([]string, len(p.Disabled))
+		for i, d := range p.Disabled {
+			names[i] = string(d)
+		}
+		slices.Sort(names)
+		args = append(args, "--disable-probes="+strings.Join(slices.Compact(names), ","))
+	}
+	return append(args, logArgs(spec)...)
+}
+
+func logArgs(spec nmstatev1.NMStateSpec) []string {
+	if spec.LogLevel == "" || spec.LogLevel == "info" {
+		return nil
+	}
+	return []string{"--zap-log-level=" + spec.LogLevel}
+}
+
+// ownerOf is the reference that makes nm the controller of an object: the garbage
+// collector deletes the object when nm goes, and waits for it if nm is deleted in the
+// foreground.
+func ownerOf(nm *nmstatev1.NMState) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: nmstatev1.GroupVersion.String(), Kind: "NMState", Name: nm.Name, UID: nm.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+}

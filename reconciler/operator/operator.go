@@ -1,0 +1,230 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+)
+
+// Operator applies the operand for the NMState singleton and reports on it.
+type Operator struct {
+	// Client reads the NMStates and the operand objects from the cache (CacheOptions) and
+	// writes.
+	Client client.Client
+	// Base is the operand as deploy.Operand renders it, in apply order.
+	Base []*unstructured.Unstructured
+
+	mu sync.Mutex
+	// applied notes, per object, what was last applied and the object the API server
+	// returned, so that a pass applies only what changed since, on either side: the CR's
+	// spec (a new desired hash) or the object itself (drift: a new fingerprint).
+	applied map[string]appliedNote
+}
+
+type appliedNote struct{ desired, object [sha256.Size]byte }
+
+// CacheOptions limit the operator's cache to the objects it applies (by their managed-by
+// label; the namespaced ones in namespace) and the NMStates.
+func CacheOptions(namespace string, base []*unstructured.Unstructured) cache.Options {
+	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedBy})
+	by := map[client.Object]cache.ByObject{}
+	for gvk, namespaced := range kindsOf(base) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		o := cache.ByObject{Label: sel}
+		if namespaced {
+			o.Namespaces = map[string]cache.Config{namespace: {}}
+		}
+		by[u] = o
+	}
+	return cache.Options{ByObject: by}
+}
+
+// kindsOf are the kinds of the operand's objects, each with whether it is namespaced.
+func kindsOf(base []*unstructured.Unstructured) map[schema.GroupVersionKind]bool {
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, o := range base {
+		kinds[o.GroupVersionKind()] = o.GetNamespace() != ""
+	}
+	return kinds
+}
+
+// SetupWithManager reconciles the NMStates, and the singleton again whenever an object it
+// owns changes (drift is corrected; a rollout's progress is reported).
+func (r *Operator) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).Named("nmstate").For(&nmstatev1.NMState{})
+	for gvk := range kindsOf(r.Base) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		b = b.Owns(u)
+	}
+	return b.Complete(r)
+}
+
+// Reconcile applies the operand for the singleton and writes its status once; any other
+// NMState is only told that it is ignored. A deleted NMState needs nothing: the garbage
+// collector removes what it owns.
+func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nm := &nmstatev1.NMState{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nm.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("nmstate", nm.Name, "generation", nm.Generation))
+	if nm.Name != nmstatev1.NMStateName {
+		return reconcile.Result{}, r.writeStatus(ctx, nm, ignoredConditions(nm.Name, nm.Generation))
+	}
+	var obs observed
+	obs.applyErr = r.apply(ctx, nm)
+	var err error
+	if obs.handler, obs.controller, err = r.workloads(ctx); err != nil {
+		return reconcile.Result{}, errors.Join(obs.applyErr, err)
+	}
+	// An apply error is returned too: the pass is retried with backoff.
+	return reconcile.Result{}, errors.Join(obs.applyErr, r.writeStatus(ctx, nm, conditions(obs, nm.Generation)))
+}
+
+// apply server-side applies every object that differs from what was last applied, in
+// the operand's order; it stops at the first error, which names the object.
+func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) error {
+	desired, err := Desired(r.Base, nm)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		r.applied = map[string]appliedNote{}
+	}
+	for _, o := range desired {
+		key := keyOf(o)
+		want, err := digest(o.Object)
+		if err != nil {
+			return err
+		}
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(o.GroupVersionKind())
+		err = r.Client.Get(ctx, client.ObjectKeyFromObject(o), cur)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if err == nil {
+			if fp, ferr := fingerprint(cur); ferr == nil && r.applied[key] == (appliedNote{want, fp}) {
+				continue
+			}
+		}
+		if err := r.Client.Patch(ctx, o, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			delete(r.applied, key)
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		fp, err := fingerprint(o)
+		if err != nil {
+			return err
+		}
+		r.applied[key] = appliedNote{want, fp}
+		ctrl.LoggerFrom(ctx).Info("applied", "kind", o.GetKind(), "namespace", o.GetNamespace(), "name", o.GetName(),
+			"resourceVersion", o.GetResourceVersion())
+	}
+	return nil
+}
+
+func keyOf(o *unstructured.Unstructured) string {
+	return o.GroupVersionKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func digest(v any) ([sha256.Size]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
+// fingerprint digests an object as stored, but for what changes without anyone editing it:
+// its status, resourceVersion and managed fields (the status writers' timestamps).
+func fingerprint(o *unstructured.Unstructured) ([sha256.Size]byte, error) {
+	c := o.DeepCopy()
+	delete(c.Object, "status")
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+	return digest(c.Object)
+}
+
+// workloads are the handler's DaemonSet and the controller's Deployment as cached; nil
+// when not there.
+func (r *Operator) workloads(ctx context.Context) (*appsv1.DaemonSet, *appsv1.Deployment, error) {
+	var ds *appsv1.DaemonSet
+	var d *appsv1.Deployment
+	for _, b := range r.Base {
+		var typed runtime.Object
+		switch b.GetKind() {
+		case "DaemonSet":
+			ds = &appsv1.DaemonSet{}
+			typed = ds
+		case "Deployment":
+			d = &appsv1.Deployment{}
+			typed = d
+		default:
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(b.GroupVersionKind())
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), u)
+		if client.IgnoreNotFound(err) != nil {
+			return nil, nil, err
+		}
+		if err != nil {
+			if b.GetKind() == "DaemonSet" {
+				ds = nil
+			} else {
+				d = nil
+			}
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ds, d, nil
+}
+
+// writeStatus patches nm's status once, and only if the conditions changed.
+func (r *Operator) writeStatus(ctx context.Context, nm *nmstatev1.NMState, conds []metav1.Condition) error {
+	old := nm.DeepCopy()
+	for _, c := range conds {
+		meta.SetStatusCondition(&nm.Status.Conditions, c)
+	}
+	nm.Status.ObservedGeneration = nm.Generation
+	if equality.Semantic.DeepEqual(old.Status, nm.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(old)); err != nil {
+		return err
+	}
+	if a := meta.FindStatusCondition(nm.Status.Conditions, nmstatev1.NMStateAvailable); a != nil {
+		if o := meta.FindStatusCondition(old.Status.Conditions, nmstatev1.NMStateAvailable); o == nil || o.Status != a.Status || o.Reason != a.Reason {
+			ctrl.LoggerFrom(ctx).Info("status", "available", a.Status, "reason", a.Reason, "message", a.Message)
+		}
+	}
+	return nil
+}

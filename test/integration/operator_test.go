@@ -1,0 +1,406 @@
+//go:build integration
+
+package integration_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/deploy"
+	"github.com/nmoverlay/nmoverlay/reconciler/operator"
+	"github.com/nmoverlay/nmoverlay/test/kit"
+)
+
+const (
+	operatorNS    = "nmoverlay"
+	operatorSA    = "nmoverlay-operator"
+	operandImage  = "registry.example/nmoverlay:operator-test"
+	operatorPod   = "nmoverlay-operator-test"
+	infraCRDName  = "infrastructures.config.openshift.io"
+	operatorGrace = 3 * time.Second
+)
+
+// infrastructureCRD has the shape of OpenShift's config.openshift.io Infrastructure as far
+// as the operator reads it: cluster-scoped, status.platformStatus.type.
+func infrastructureCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: infraCRDName},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "config.openshift.io", Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "infrastructures", Singular: "infrastructure",
+				Kind: "Infrastructure", ListKind: "InfrastructureList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+}
+
+var _ = Describe("the operator", Ordered, func() {
+	ctx := context.Background()
+	var (
+		kubeconfig string
+		dir        string
+		stop       func()
+		operand    []*unstructured.Unstructured
+	)
+
+	// start runs cmd/operator as its own process with the operator's service account's
+	// token, as its Deployment runs it: every request it makes is checked against its RBAC.
+	start := func(args ...string) {
+		GinkgoHelper()
+		bin, err := kit.Binary("cmd/operator")
+		Expect(err).NotTo(HaveOccurred())
+		log, err := os.Create(filepath.Join(dir, "operator.log"))
+		Expect(err).NotTo(HaveOccurred())
+		cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--namespace", operatorNS,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)
+		// Its image is read from its Pod, as in its Deployment.
+		cmd.Env = append(os.Environ(), "POD_NAME="+operatorPod)
+		cmd.Stdout, cmd.Stderr = log, log
+		Expect(cmd.Start()).To(Succeed())
+		stop = func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+			b, _ := os.ReadFile(log.Name())
+			GinkgoWriter.Printf("operator log:\n%s\n", b)
+		}
+	}
+	restart := func(args ...string) {
+		GinkgoHelper()
+		stop()
+		start(args...)
+	}
+
+	get := func(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		return got, k8s.Get(ctx, client.ObjectKeyFromObject(o), got)
+	}
+	find := func(kind string) *unstructured.Unstructured {
+		GinkgoHelper()
+		i := slices.IndexFunc(operand, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind })
+		Expect(i).To(BeNumerically(">=", 0), kind)
+		return operand[i]
+	}
+	nmstate := func(name string) func() *nmstatev1.NMState {
+		return func() *nmstatev1.NMState {
+			nm := &nmstatev1.NMState{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, nm); err != nil {
+				return nil
+			}
+			return nm
+		}
+	}
+	condition := func(name, condType string) func() string {
+		return func() string {
+			nm := nmstate(name)()
+			if nm == nil {
+				return "no NMState"
+			}
+			c := meta.FindStatusCondition(nm.Status.Conditions, condType)
+			if c == nil {
+				return "no condition"
+			}
+			return string(c.Status) + " " + c.Reason
+		}
+	}
+	handlerDS := func() *appsv1.DaemonSet {
+		GinkgoHelper()
+		ds := &appsv1.DaemonSet{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(find("DaemonSet")), ds)).To(Succeed())
+		return ds
+	}
+	deleteAll := func(list client.ObjectList, opts ...client.DeleteAllOfOption) {
+		GinkgoHelper()
+		Expect(k8s.List(ctx, list)).To(Succeed())
+		items, err := meta.ExtractList(list)
+		Expect(err).NotTo(HaveOccurred())
+		for _, it := range items {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, it.(client.Object)))).To(Succeed())
+		}
+	}
+
+	BeforeAll(func() {
+		dir = GinkgoT().TempDir()
+		var err error
+		operand, err = deploy.Operand(deploy.Options{Image: operandImage, Namespace: operatorNS})
+		Expect(err).NotTo(HaveOccurred())
+		// The operator's own objects, as kubectl apply -k deploy/ creates them (not its
+		// Deployment: the process below is that).
+		for _, o := range deployObjects() {
+			switch o.GetKind() {
+			case "Namespace":
+				Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, o.DeepCopy()))).To(Succeed())
+			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+				if strings.HasPrefix(o.GetName(), "nmoverlay-operator") {
+					Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, o.DeepCopy()))).To(Succeed())
+					DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed()) })
+				}
+			}
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		exp := int64(3600)
+		tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, operatorSA,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+		kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+		kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "operator"}
+		kc.CurrentContext = "operator"
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		Expect(clientcmd.WriteToFile(*kc, kubeconfig)).To(Succeed())
+		// The operator's Pod as its Deployment would make it; no kubelet runs it, the
+		// process below is it.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: operatorPod, Namespace: operatorNS},
+			Spec: corev1.PodSpec{ServiceAccountName: operatorSA, Containers: []corev1.Container{{Name: "operator", Image: operandImage}}}}
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed()) })
+		start()
+		DeferCleanup(func() {
+			stop()
+			// What the garbage collector does on a cluster (envtest runs none): the
+			// NMStates' objects go with them.
+			deleteAll(&nmstatev1.NMStateList{})
+			for _, o := range operand {
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, o.DeepCopy()))).To(Succeed())
+			}
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Namespace: operatorNS, Name: operator.RecordConfigMap}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, infrastructureCRD()))).To(Succeed())
+		})
+	})
+
+	It("deploys nothing until the NMState exists, and does not create it without OpenShift's Infrastructure API", func() {
+		Consistently(func() error { _, err := get(find("DaemonSet")); return err }, operatorGrace).Should(Satisfy(apierrors.IsNotFound))
+		Expect(nmstate(nmstatev1.NMStateName)()).To(BeNil())
+	})
+
+	It("deploys the handler, the controller, their RBAC and admission policies for kubernetes-nmstate's NMState manifest, owned by it", func() {
+		// As kubernetes-nmstate documents it, with a field nmoverlay does not use.
+		nm := decodeYAMLStream([]byte(`
+apiVersion: nmstate.io/v1
+kind: NMState
+metadata:
+  name: nmstate
+spec:
+  nodeSelector:
+    node-role.kubernetes.io/worker: ""
+  probeConfiguration:
+    dns:
+      host: redhat.com
+  selfSignConfiguration:
+    certRotateInterval: 24h
+`))[0]
+		Expect(k8s.Create(ctx, nm)).To(Succeed())
+		owner := nmstate(nmstatev1.NMStateName)()
+		Expect(owner.Spec.Backend).To(Equal("networkmanager"), "defaulted by the CRD")
+		for _, o := range operand {
+			Eventually(func() error { _, err := get(o); return err }, "20s").Should(Succeed(), "%s %s", o.GetKind(), o.GetName())
+			got, _ := get(o)
+			Expect(got.GetLabels()).To(HaveKeyWithValue(operator.ManagedByLabel, operator.ManagedBy), "%s %s", o.GetKind(), o.GetName())
+			refs := got.GetOwnerReferences()
+			Expect(refs).To(HaveLen(1), "%s %s", o.GetKind(), o.GetName())
+			Expect(refs[0].UID).To(Equal(owner.UID))
+			Expect(*refs[0].Controller).To(BeTrue())
+		}
+		ds := handlerDS()
+		Expect(ds.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": ""}))
+		Expect(ds.Spec.Template.Spec.Containers[0].Image).To(Equal(operandImage))
+		Expect(ds.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--dns-probe-host=redhat.com"))
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True RollingOut"))
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable)()).To(Equal("False RollingOut"))
+	})
+
+	It("reports Available once the handler runs on every node it selects and the controller is available", func() {
+		// kube-controller-manager's part (envtest runs none): the workloads' status.
+		ds := handlerDS()
+		ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 2, CurrentNumberScheduled: 2,
+			UpdatedNumberScheduled: 2, NumberReady: 2, NumberAvailable: 2}
+		Expect(k8s.Status().Update(ctx, ds)).To(Succeed())
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(find("Deployment")), d)).To(Succeed())
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
+		Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable), "10s").Should(Equal("True Deployed"))
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing)()).To(Equal("False Deployed"))
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded)()).To(Equal("False AsExpected"))
+	})
+
+	It("rolls the handler when the spec changes", func() {
+		before := handlerDS().Generation
+		nm := nmstate(nmstatev1.NMStateName)()
+		nm.Spec.Tolerations = []corev1.Toleration{{Key: "network", Operator: corev1.TolerationOpExists}}
+		nm.Spec.ProbeConfiguration.Timeout = &metav1.Duration{Duration: 90 * time.Second}
+		nm.Spec.ProbeConfiguration.Disabled = []nmstatev1.ProbeName{nmstatev1.ProbeDefaultGateway}
+		nm.Spec.LogLevel = "debug"
+		Expect(k8s.Update(ctx, nm)).To(Succeed())
+		Eventually(func() []string { return handlerDS().Spec.Template.Spec.Containers[0].Args }, "10s").Should(ContainElements(
+			"--probe-timeout=1m30s", "--disable-probes=default-gateway", "--zap-log-level=debug", "--dns-probe-host=redhat.com"))
+		ds := handlerDS()
+		Expect(ds.Generation).To(BeNumerically(">", before))
+		Expect(ds.Spec.Template.Spec.Tolerations).To(Equal(nm.Spec.Tolerations), "the CR's replace the default")
+		// The DaemonSet's status is now of an older generation: rolling out.
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True RollingOut"))
+	})
+
+	It("corrects drift in what it owns: an edited DaemonSet, a deleted ClusterRole, a removed label", func() {
+		ds := handlerDS()
+		ds.Spec.Template.Spec.Containers[0].Args = []string{"--edited"}
+		Expect(k8s.Update(ctx, ds)).To(Succeed())
+		role := find("ClusterRole")
+		Expect(k8s.Delete(ctx, role.DeepCopy())).To(Succeed())
+		vap, err := get(find("ValidatingAdmissionPolicy"))
+		Expect(err).NotTo(HaveOccurred())
+		labels := vap.GetLabels()
+		delete(labels, "app.kubernetes.io/name")
+		labels["extra"] = "x"
+		vap.SetLabels(labels)
+		Expect(k8s.Update(ctx, vap)).To(Succeed())
+
+		Eventually(func() []string { return handlerDS().Spec.Template.Spec.Containers[0].Args }, "10s").Should(ContainElement("--probe-timeout=1m30s"))
+		Expect(handlerDS().Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--edited"))
+		Eventually(func() error { _, err := get(role); return err }, "10s").Should(Succeed())
+		// A label it set is set again; one it never set is left alone.
+		Eventually(func() map[string]string { v, _ := get(vap); return v.GetLabels() }, "10s").Should(
+			HaveKeyWithValue(operator.ManagedByLabel, operator.ManagedBy))
+		v, _ := get(vap)
+		Expect(v.GetLabels()).To(HaveKeyWithValue("extra", "x"))
+	})
+
+	It("reports any other NMState as ignored, and deploys nothing for it", func() {
+		Expect(k8s.Create(ctx, &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: "second"}})).To(Succeed())
+		Eventually(condition("second", nmstatev1.NMStateDegraded), "10s").Should(Equal("True Ignored"))
+		Expect(nmstate("second")().Status.Conditions).To(ContainElement(HaveField("Message", `only the NMState named "nmstate" is used; "second" is ignored`)))
+		ds, err := get(find("DaemonSet"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ds.GetOwnerReferences()).To(ConsistOf(HaveField("Name", nmstatev1.NMStateName)))
+		Expect(k8s.Delete(ctx, nmstate("second")())).To(Succeed())
+	})
+
+	It("has only the rights it needs", func() {
+		sa := "system:serviceaccount:" + operatorNS + ":" + operatorSA
+		may := func(verb, group, resource, ns, name string) bool {
+			r := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa,
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name}}}
+			Expect(k8s.Create(ctx, r)).To(Succeed())
+			return r.Status.Allowed
+		}
+		rbac, adm := "rbac.authorization.k8s.io", "admissionregistration.k8s.io"
+		for _, denied := range [][5]string{
+			{"patch", rbac, "clusterroles", "", "admin"},
+			{"patch", rbac, "clusterrolebindings", "", "cluster-admin"},
+			{"escalate", rbac, "clusterroles", "", "cluster-admin"},
+			{"bind", rbac, "clusterroles", "", "cluster-admin"},
+			{"create", rbac, "clusterroles", "", ""},
+			{"patch", adm, "validatingadmissionpolicies", "", "someone-elses"},
+			{"delete", "apps", "daemonsets", operatorNS, "nmoverlay-handler"},
+			{"patch", "apps", "daemonsets", "kube-system", "kube-proxy"},
+			{"create", "", "pods", operatorNS, ""},
+			{"get", "", "secrets", operatorNS, ""},
+			{"update", "nmstate.io", "nodenetworkconfigurationpolicies", "", ""},
+			{"delete", "nmstate.io", "nmstates", "", "nmstate"},
+		} {
+			Expect(may(denied[0], denied[1], denied[2], denied[3], denied[4])).To(BeFalse(), "%v", denied)
+		}
+		// What it used above, by name.
+		Expect(may("patch", rbac, "clusterroles", "", "nmoverlay-handler")).To(BeTrue())
+		Expect(may("bind", rbac, "clusterroles", "", "system:auth-delegator")).To(BeTrue())
+	})
+
+	It("lets the garbage collector remove what it deployed with the NMState, and deploys nothing after", func() {
+		owner := nmstate(nmstatev1.NMStateName)()
+		for _, o := range operand {
+			got, err := get(o)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.GetOwnerReferences()).To(ConsistOf(HaveField("UID", owner.UID)), "%s %s", o.GetKind(), o.GetName())
+		}
+		Expect(k8s.Delete(ctx, owner)).To(Succeed())
+		// The garbage collector's part (envtest runs none): it deletes every dependent whose
+		// owner is gone.
+		for _, o := range operand {
+			Expect(k8s.Delete(ctx, o.DeepCopy())).To(Succeed())
+		}
+		Consistently(func() error { _, err := get(find("DaemonSet")); return err }, operatorGrace).Should(Satisfy(apierrors.IsNotFound))
+	})
+
+	Context("on OpenShift (the Infrastructure API served)", func() {
+		infra := func(platform string) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(operator.InfrastructureGVK)
+			u.SetName("cluster")
+			Expect(unstructured.SetNestedField(u.Object, platform, "status", "platformStatus", "type")).To(Succeed())
+			return u
+		}
+		setPlatform := func(platform string) {
+			GinkgoHelper()
+			u := infra(platform)
+			Expect(k8s.Patch(ctx, u, client.Apply, client.FieldOwner("installer"), client.ForceOwnership)).To(Succeed())
+		}
+
+		BeforeAll(func() {
+			_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{infrastructureCRD()}})
+			Expect(err).NotTo(HaveOccurred())
+			setPlatform("AWS")
+		})
+
+		It("leaves nmoverlay off on other platforms", func() {
+			restart()
+			Consistently(nmstate(nmstatev1.NMStateName), operatorGrace).Should(BeNil())
+		})
+
+		It("creates the default NMState on BareMetal, once: deleting it is the opt-out", func() {
+			setPlatform("BareMetal")
+			Eventually(nmstate(nmstatev1.NMStateName), "10s").ShouldNot(BeNil())
+			Expect(nmstate(nmstatev1.NMStateName)().Labels).To(HaveKeyWithValue(operator.ManagedByLabel, operator.ManagedBy))
+			Eventually(func() error { _, err := get(find("DaemonSet")); return err }, "10s").Should(Succeed())
+			cm := &corev1.ConfigMap{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operator.RecordConfigMap}, cm)).To(Succeed())
+			Expect(cm.Data).To(HaveKey(operator.RecordKey))
+
+			Expect(k8s.Delete(ctx, nmstate(nmstatev1.NMStateName)())).To(Succeed())
+			restart()
+			Consistently(nmstate(nmstatev1.NMStateName), operatorGrace).Should(BeNil())
+			for _, o := range operand {
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, o.DeepCopy()))).To(Succeed())
+			}
+		})
+
+		It("creates nothing with --default-nmstate=never", func() {
+			Expect(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: operator.RecordConfigMap}})).To(Succeed())
+			restart("--default-nmstate=never")
+			Consistently(nmstate(nmstatev1.NMStateName), operatorGrace).Should(BeNil())
+			// And without it, on the same cluster, it does: the flag made the difference.
+			restart()
+			Eventually(nmstate(nmstatev1.NMStateName), "10s").ShouldNot(BeNil())
+		})
+	})
+})
