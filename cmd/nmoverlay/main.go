@@ -114,6 +114,11 @@ var renderCommand = command{
 		"accepts in one go. Creating the NMState named nmstate then deploys the handler and the controller.",
 	define: func(fs *flag.FlagSet) func() ([]byte, error) {
 		mc := addMachineConfigFlags(fs)
+		installDir := fs.String("install-manifests", "", "write openshift-install manifests under this dir (its manifests/ and openshift/), one object per file, "+
+			"instead of a stream: the cluster side, the MachineConfigs, the NMState and every --policy")
+		var policies listFlag
+		fs.Var(&policies, "policy", "with --install-manifests: a file of NodeNetworkConfigurationPolicies to create at install time, each checked "+
+			"by the engine's parser first; repeatable or comma-separated")
 		image := fs.String("image", "", "image of the operator, which deploys the handler and the controller with it, name[:tag][@digest] (default deploy/kustomization.yaml's)")
 		return func() ([]byte, error) {
 			opts := deploy.Options{Image: *image}
@@ -124,6 +129,23 @@ var renderCommand = command{
 				if err := deploy.ValidateImage(*image); err != nil {
 					return nil, inputError{err}
 				}
+			}
+			if policies.set && *installDir == "" {
+				return nil, inputError{errors.New("--policy: only with --install-manifests (apply policies with oc apply once installed)")}
+			}
+			if *installDir != "" {
+				if o := fs.Lookup("o"); o != nil && o.Value.String() != "-" {
+					return nil, inputError{errors.New("-o: not with --install-manifests, which writes a file per object")}
+				}
+				mcs, err := machineconfigs.Render(mc.options())
+				if err != nil {
+					return nil, inputError{err}
+				}
+				files, err := installManifests(mcs, opts, policies.values)
+				if err != nil {
+					return nil, err
+				}
+				return nil, writeInstallManifests(*installDir, files)
 			}
 			mcs, err := mc.render()
 			if err != nil {
@@ -172,6 +194,9 @@ func (c command) run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitError
+	}
+	if yaml == nil { // written as files (render --install-manifests)
+		return exitOK
 	}
 	if *out == "-" {
 		_, err = stdout.Write(yaml)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,5 +311,126 @@ func TestUsage(t *testing.T) {
 		if tc.stdout == "" && stdout.Len() != 0 {
 			t.Errorf("%v: stdout %q, want empty", tc.args, stdout.String())
 		}
+	}
+}
+
+// TestInstallManifests: render --install-manifests writes openshift-install's manifests/
+// and openshift/ files, one object each, the policies checked by the engine first.
+func TestInstallManifests(t *testing.T) {
+	policies := "../../test/integration/testdata/policies/"
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"render", "--install-manifests", dir, "--pool", "worker,master", "--image", "registry.example/nmoverlay:v3",
+		"--policy", policies + "bond-vlan.yaml", "--policy", policies + "v1beta1-vlan.yaml," + policies + "linux-bridge.yaml"}
+	if code := run(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("wrote to stdout: %q", stdout.String())
+	}
+	read := func(sub string) map[string]*unstructured.Unstructured {
+		t.Helper()
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := map[string]*unstructured.Unstructured{}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, sub, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := decodeStream(t, b)
+			if len(docs) != 1 {
+				t.Fatalf("%s/%s: %d objects, want one", sub, e.Name(), len(docs))
+			}
+			objs[e.Name()] = docs[0]
+		}
+		return objs
+	}
+	manifests, openshift := read("manifests"), read("openshift")
+	want, err := deploy.Objects(deploy.Options{Image: "registry.example/nmoverlay:v3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(manifests) != len(want) {
+		t.Fatalf("%d files in manifests/, want the %d deploy objects", len(manifests), len(want))
+	}
+	names := slices.Sorted(maps.Keys(manifests))
+	for i, w := range want {
+		got, _ := json.Marshal(manifests[names[i]].Object)
+		exp, _ := json.Marshal(w.Object)
+		if !bytes.Equal(got, exp) {
+			t.Errorf("manifests/%s is not deploy object %d (%s %s): files must sort in install order", names[i], i, w.GetKind(), w.GetName())
+		}
+	}
+	var kinds []string
+	for _, name := range slices.Sorted(maps.Keys(openshift)) {
+		o := openshift[name]
+		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+	}
+	wantKinds := []string{"MachineConfig/99-master-nmoverlay", "MachineConfig/99-worker-nmoverlay", "NMState/nmstate",
+		"NodeNetworkConfigurationPolicy/bond0-eth1-eth2-vlan", "NodeNetworkConfigurationPolicy/br1-eth1-policy", "NodeNetworkConfigurationPolicy/vlan-eth1-v1beta1"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Errorf("openshift/ holds %v, want %v", kinds, wantKinds)
+	}
+}
+
+func TestInstallManifestsRefusesBadInput(t *testing.T) {
+	write := func(t *testing.T, content string) string {
+		t.Helper()
+		f := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	good := "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: ok\nspec:\n  desiredState:\n    interfaces: []\n"
+	for _, tc := range []struct {
+		name, content string
+		extra         []string
+		want          string
+	}{
+		{"a VLAN id out of range in the second document", good + "---\napiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: bad\nspec:\n  desiredState:\n    interfaces:\n    - {name: eth1.5000, type: vlan, state: up, vlan: {base-iface: eth1, id: 5000}}\n",
+			nil, "document 1 (NodeNetworkConfigurationPolicy bad): spec.desiredState.interfaces[0].vlan.id:"},
+		{"an unsupported key", "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: rules\nspec:\n  desiredState:\n    route-rules: {config: []}\n",
+			nil, "spec.desiredState.route-rules: not supported by nmoverlay"},
+		{"capture", "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: cap\nspec:\n  capture:\n    gw: routes.running.destination==\"0.0.0.0/0\"\n",
+			nil, "spec.capture: not supported by nmoverlay yet"},
+		{"another kind", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", nil, "want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not v1 ConfigMap"},
+		{"a name too long for its label", strings.Replace(good, "name: ok", "name: "+strings.Repeat("a", 64), 1), nil, "metadata.name: must be a label value"},
+		{"the same policy twice", good, []string{"--policy", "SAME"}, `policy "ok" is also in`},
+		{"not YAML", "{", nil, "--policy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := write(t, tc.content)
+			dir := t.TempDir()
+			extra := slices.Clone(tc.extra)
+			for i := range extra {
+				if extra[i] == "SAME" {
+					extra[i] = f
+				}
+			}
+			var stderr bytes.Buffer
+			code := run(append([]string{"render", "--install-manifests", dir, "--policy", f}, extra...), io.Discard, &stderr)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d: %s", code, exitUsage, stderr.String())
+			}
+			msg := stderr.String()
+			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, "--policy "+f) || strings.Count(msg, "\n") != 1 {
+				t.Errorf("got %q, want one line naming the file and %q", msg, tc.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("wrote %v despite the error", entries)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"render", "--policy", write(t, good)}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "only with --install-manifests") {
+		t.Errorf("--policy alone: exit %d: %s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"render", "--install-manifests", t.TempDir(), "-o", "x.yaml"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "-o: not with --install-manifests") {
+		t.Errorf("-o with --install-manifests: exit %d: %s", code, stderr.String())
 	}
 }

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/deploy"
+	"github.com/nmoverlay/nmoverlay/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+)
+
+// openshift-install's asset dirs: what `openshift-install create manifests` wrote, and
+// what the bootstrap node applies (in any order, retrying until each is accepted: a CR
+// before its CRD is fine there).
+const (
+	installManifestsDir = "manifests" // the cluster's objects
+	installOpenShiftDir = "openshift" // MachineConfigs and the like, by convention
+)
+
+// installFile is one file the install manifests add.
+type installFile struct {
+	dir, name string
+	content   []byte
+}
+
+// installManifests renders, for openshift-install: the cluster side (deploy/) into
+// manifests/, and the MachineConfigs, the NMState and the given policies into openshift/,
+// one object per file, named so that they sort in install order and say they are
+// nmoverlay's. Every policy is decoded and its desiredState parsed by the engine first; any
+// error names the file and the field, and nothing is written.
+func installManifests(mcs []machineconfigs.MachineConfig, opts deploy.Options, policyFiles []string) ([]installFile, error) {
+	var files []installFile
+	objs, err := deploy.Objects(opts)
+	if err != nil {
+		return nil, inputError{err}
+	}
+	for i, o := range objs {
+		b, err := deploy.Marshal([]*unstructured.Unstructured{o})
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, installFile{installManifestsDir, fmt.Sprintf("50_nmoverlay_%02d_%s_%s.yaml", i, lower(o.GetKind()), o.GetName()), b})
+	}
+	for _, mc := range mcs {
+		b, err := machineconfigs.Marshal([]machineconfigs.MachineConfig{mc})
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, installFile{installOpenShiftDir, "99_nmoverlay_0_machineconfig_" + mc.Metadata.Name + ".yaml", b})
+	}
+	nm := &unstructured.Unstructured{}
+	nm.SetAPIVersion(nmstatev1.GroupVersion.String())
+	nm.SetKind("NMState")
+	nm.SetName(nmstatev1.NMStateName)
+	b, err := deploy.Marshal([]*unstructured.Unstructured{nm})
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, installFile{installOpenShiftDir, "99_nmoverlay_1_nmstate.yaml", b})
+	seen := map[string]string{}
+	for _, f := range policyFiles {
+		policies, err := readPolicies(f)
+		if err != nil {
+			return nil, inputError{fmt.Errorf("--policy %s: %w", f, err)}
+		}
+		for _, p := range policies {
+			if other, ok := seen[p.GetName()]; ok {
+				return nil, inputError{fmt.Errorf("--policy %s: policy %q is also in %s", f, p.GetName(), other)}
+			}
+			seen[p.GetName()] = f
+			b, err := deploy.Marshal([]*unstructured.Unstructured{p})
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, installFile{installOpenShiftDir, "99_nmoverlay_2_policy_" + p.GetName() + ".yaml", b})
+		}
+	}
+	return files, nil
+}
+
+func lower(s string) string { return strings.ToLower(s) }
+
+// policyName is what a policy's name must be: a label value (its enactments carry it in
+// nmstate.io/policy), as the admission policy nmoverlay-policy-checks checks.
+var policyName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+// readPolicies decodes every document of file as a NodeNetworkConfigurationPolicy and
+// parses its desiredState as the handler will. An error names the document and the field.
+func readPolicies(file string) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := deploy.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		return nil, errors.New("no policy in it")
+	}
+	for i, d := range docs {
+		where := fmt.Sprintf("document %d (%s %s)", i, d.GetKind(), d.GetName())
+		gv := d.GroupVersionKind()
+		if gv.Group != nmstatev1.GroupVersion.Group || d.GetKind() != "NodeNetworkConfigurationPolicy" || (gv.Version != "v1" && gv.Version != "v1beta1") {
+			return nil, fmt.Errorf("%s: apiVersion/kind: want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not %s %s",
+				where, d.GetAPIVersion(), d.GetKind())
+		}
+		if len(d.GetName()) > validation.LabelValueMaxLength || !policyName.MatchString(d.GetName()) {
+			return nil, fmt.Errorf("%s: metadata.name: must be a label value (at most 63 characters of a-z, 0-9, '-' and '.'): its enactments are labelled with it", where)
+		}
+		if d.GetNamespace() != "" {
+			return nil, fmt.Errorf("%s: metadata.namespace: policies are cluster-scoped", where)
+		}
+		var spec struct {
+			Capture      map[string]string `json:"capture"`
+			DesiredState json.RawMessage   `json:"desiredState"`
+		}
+		raw, _ := json.Marshal(d.Object["spec"])
+		if err := json.Unmarshal(raw, &spec); err != nil {
+			return nil, fmt.Errorf("%s: spec: %w", where, err)
+		}
+		if len(spec.Capture) > 0 {
+			return nil, fmt.Errorf("%s: spec.capture: not supported by nmoverlay yet", where)
+		}
+		if string(spec.DesiredState) == "null" {
+			spec.DesiredState = nil
+		}
+		if _, err := state.Parse(spec.DesiredState); err != nil {
+			// The engine names fields within the desiredState; here they are the policy's.
+			var errs field.Errors
+			if errors.As(err, &errs) {
+				for _, e := range errs {
+					if e.Path == "desiredState" || strings.HasPrefix(e.Path, "desiredState.") {
+						e.Path = "spec." + e.Path
+					} else {
+						e.Path = "spec.desiredState." + e.Path
+					}
+				}
+			}
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return docs, nil
+}
+
+// writeInstallManifests writes files under dir, each atomically, once all are rendered.
+// Files of another name are left alone: the dir is openshift-install's.
+func writeInstallManifests(dir string, files []installFile) error {
+	for _, f := range files {
+		d := filepath.Join(dir, f.dir)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := overlay.WriteFileAtomic(filepath.Join(d, f.name), f.content, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
