@@ -135,7 +135,7 @@ var _ = Describe("the operator", Ordered, func() {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(find("DaemonSet")), ds)).To(Succeed())
 		return ds
 	}
-	deleteAll := func(list client.ObjectList, opts ...client.DeleteAllOfOption) {
+	deleteAll := func(list client.ObjectList) {
 		GinkgoHelper()
 		Expect(k8s.List(ctx, list)).To(Succeed())
 		items, err := meta.ExtractList(list)
