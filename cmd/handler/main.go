@@ -25,7 +25,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nmoverlay/nmoverlay/api"
@@ -161,10 +160,7 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := serving.AddPing(mgr); err != nil {
 		return nil, nil, nil, err
 	}
 	return mgr, cfg, dialer, nil
@@ -181,16 +177,15 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
 		BootID: func() (string, error) {
-			file := o.bootIDFile
-			if file == "" {
-				file = layout.BootIDFile()
-				if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-					// No overlay set up in this boot (the node refuses policies then),
-					// or a helper from before it recorded the boot.
-					file = overlay.KernelBootIDFile
-				}
+			var b []byte
+			var err error
+			if o.bootIDFile != "" {
+				b, err = os.ReadFile(o.bootIDFile)
+			} else if b, err = os.ReadFile(layout.BootIDFile()); errors.Is(err, fs.ErrNotExist) {
+				// No overlay set up in this boot (the node refuses policies then), or a
+				// helper from before it recorded the boot.
+				b, err = os.ReadFile(overlay.KernelBootIDFile)
 			}
-			b, err := os.ReadFile(file)
 			return strings.TrimSpace(string(b)), err
 		},
 		Degraded: func() (string, error) { return overlay.InUse(layout) },

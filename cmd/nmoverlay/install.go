@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +49,7 @@ func installManifests(mcs []machineconfigs.MachineConfig, opts deploy.Options, p
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, installFile{installManifestsDir, fmt.Sprintf("50_nmoverlay_%02d_%s_%s.yaml", i, lower(o.GetKind()), o.GetName()), b})
+		files = append(files, installFile{installManifestsDir, fmt.Sprintf("50_nmoverlay_%02d_%s_%s.yaml", i, strings.ToLower(o.GetKind()), o.GetName()), b})
 	}
 	for _, mc := range mcs {
 		b, err := machineconfigs.Marshal([]machineconfigs.MachineConfig{mc})
@@ -89,12 +88,6 @@ func installManifests(mcs []machineconfigs.MachineConfig, opts deploy.Options, p
 	return files, nil
 }
 
-func lower(s string) string { return strings.ToLower(s) }
-
-// policyName is what a policy's name must be: a label value (its enactments carry it in
-// nmstate.io/policy), as the admission policy nmoverlay-policy-checks checks.
-var policyName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
-
 // readPolicies decodes every document of file as a NodeNetworkConfigurationPolicy and
 // parses its desiredState as the handler will. An error names the document and the field.
 func readPolicies(file string) ([]*unstructured.Unstructured, error) {
@@ -116,7 +109,9 @@ func readPolicies(file string) ([]*unstructured.Unstructured, error) {
 			return nil, fmt.Errorf("%s: apiVersion/kind: want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not %s %s",
 				where, d.GetAPIVersion(), d.GetKind())
 		}
-		if len(d.GetName()) > validation.LabelValueMaxLength || !policyName.MatchString(d.GetName()) {
+		// An object name the API server takes, and a label value: its enactments carry it in
+		// nmstate.io/policy (as the admission policy nmoverlay-policy-checks checks).
+		if len(validation.IsDNS1123Subdomain(d.GetName())) > 0 || len(validation.IsValidLabelValue(d.GetName())) > 0 {
 			return nil, fmt.Errorf("%s: metadata.name: must be a label value (at most 63 characters of a-z, 0-9, '-' and '.'): its enactments are labelled with it", where)
 		}
 		if d.GetNamespace() != "" {

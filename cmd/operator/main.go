@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nmoverlay/nmoverlay/api"
@@ -89,10 +88,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := serving.AddPing(mgr); err != nil {
 		return err
 	}
 	if err := (&operator.Operator{Client: mgr.GetClient(), Base: base}).SetupWithManager(mgr); err != nil {

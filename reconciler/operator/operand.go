@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 )
@@ -178,8 +177,5 @@ func logArgs(spec nmstatev1.NMStateSpec) []string {
 // collector deletes the object when nm goes, and waits for it if nm is deleted in the
 // foreground.
 func ownerOf(nm *nmstatev1.NMState) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: nmstatev1.GroupVersion.String(), Kind: "NMState", Name: nm.Name, UID: nm.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
+	return *metav1.NewControllerRef(nm, nmstatev1.GroupVersion.WithKind("NMState"))
 }

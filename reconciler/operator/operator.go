@@ -173,39 +173,36 @@ func fingerprint(o *unstructured.Unstructured) ([sha256.Size]byte, error) {
 // workloads are the handler's DaemonSet and the controller's Deployment as cached; nil
 // when not there.
 func (r *Operator) workloads(ctx context.Context) (*appsv1.DaemonSet, *appsv1.Deployment, error) {
-	var ds *appsv1.DaemonSet
-	var d *appsv1.Deployment
-	for _, b := range r.Base {
-		var typed runtime.Object
-		switch b.GetKind() {
-		case "DaemonSet":
-			ds = &appsv1.DaemonSet{}
-			typed = ds
-		case "Deployment":
-			d = &appsv1.Deployment{}
-			typed = d
-		default:
+	ds, err := cached[appsv1.DaemonSet](ctx, r.Client, r.Base, "DaemonSet")
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := cached[appsv1.Deployment](ctx, r.Client, r.Base, "Deployment")
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, d, nil
+}
+
+// cached reads the operand's object of kind (the cache holds it as unstructured) as a T;
+// nil when it is not there.
+func cached[T any](ctx context.Context, c client.Client, base []*unstructured.Unstructured, kind string) (*T, error) {
+	for _, b := range base {
+		if b.GetKind() != kind {
 			continue
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(b.GroupVersionKind())
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), u)
-		if client.IgnoreNotFound(err) != nil {
-			return nil, nil, err
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), u); err != nil {
+			return nil, client.IgnoreNotFound(err)
 		}
-		if err != nil {
-			if b.GetKind() == "DaemonSet" {
-				ds = nil
-			} else {
-				d = nil
-			}
-			continue
+		t := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
+			return nil, err
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-			return nil, nil, err
-		}
+		return t, nil
 	}
-	return ds, d, nil
+	return nil, nil
 }
 
 // writeStatus patches nm's status once, and only if the conditions changed.

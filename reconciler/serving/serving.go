@@ -10,11 +10,13 @@ package serving
 import (
 	"strconv"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// The handler's ports on its node (deploy/handler.yaml passes the same).
+// The handler's ports on its node (deploy/operand/handler.yaml passes the same).
 const (
 	HandlerMetricsPort = 9089
 	HandlerHealthPort  = 9088
@@ -41,4 +43,13 @@ func Metrics(addr string, secure bool) metricsserver.Options {
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return o
+}
+
+// AddPing answers /healthz and /readyz as soon as the process serves them: what the
+// kubelet's probes of every nmoverlay daemon ask.
+func AddPing(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("ping", healthz.Ping)
 }
