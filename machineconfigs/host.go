@@ -87,7 +87,8 @@ func Units(o Options) []Unit {
 	helper := lines(
 		"# Rendered by nmoverlay. Pulled in by "+overlay.NMService+" ("+overlay.NMServiceDropIn+").",
 		"# Until the handler DaemonSet installs the helper this unit is skipped: NetworkManager",
-		"# then runs on the persistent keyfile dir and the node stays marked degraded.",
+		"# then starts on the persistent keyfile dir, the node is marked degraded, and",
+		"# "+overlay.EnablePath+" enables the overlay once the helper appears.",
 		"[Unit]",
 		"Description=Set up and verify the NetworkManager keyfile overlay",
 		"Documentation=https://github.com/nmoverlay/nmoverlay",
@@ -102,11 +103,42 @@ func Units(o Options) []Unit {
 		"NotifyAccess=main",
 		"ExecStart="+overlay.HelperBinary+" setup",
 	)
+	enablePath := lines(
+		"# Rendered by nmoverlay. Pulled in by "+overlay.NMService+" ("+overlay.NMServiceDropIn+").",
+		"# The MachineConfig usually reaches a node before the handler DaemonSet installs the",
+		"# helper: once it appears, "+overlay.EnableService+" moves this boot's NetworkManager onto",
+		"# the overlay, without a reboot. In a boot that had the helper, that is a no-op.",
+		"[Unit]",
+		"Description=Enable the NetworkManager keyfile overlay once nm-overlay is installed",
+		"Documentation=https://github.com/nmoverlay/nmoverlay",
+		"",
+		"[Path]",
+		"PathExists="+overlay.HelperBinary,
+		"Unit="+overlay.EnableService,
+	)
+	enable := lines(
+		"# Rendered by nmoverlay. Started by "+overlay.EnablePath+".",
+		"[Unit]",
+		"Description=Enable the NetworkManager keyfile overlay in a boot that started without it",
+		"Documentation=https://github.com/nmoverlay/nmoverlay",
+		// After NetworkManager: it restarts a NetworkManager that runs, and must not miss
+		// one that is starting (it would have read the environment without the enable file).
+		"After="+overlay.HelperService+" "+overlay.NMService,
+		"ConditionFileIsExecutable="+overlay.HelperBinary,
+		"",
+		"[Service]",
+		"Type=oneshot",
+		"RemainAfterExit=yes",
+		// '-': a failure is in the degraded marker and the journal; a failed unit would make
+		// the path unit start it again at once, and again.
+		"ExecStart=-"+overlay.HelperBinary+" enable",
+	)
 	nm := lines(
 		"# Rendered by nmoverlay: run nm-overlay first, and hand NetworkManager the environment",
-		"# that enables the overlay's keyfile path once nm-overlay verified it in this boot.",
+		"# that enables the overlay's keyfile path once nm-overlay verified it in this boot;",
+		"# "+overlay.EnablePath+" enables it later in a boot that started without the helper.",
 		"[Unit]",
-		"Wants="+overlay.HelperService,
+		"Wants="+overlay.HelperService+" "+overlay.EnablePath,
 		"After="+overlay.HelperService,
 		"",
 		"[Service]",
@@ -115,6 +147,8 @@ func Units(o Options) []Unit {
 	return []Unit{
 		{Name: l.MountUnit(), Contents: mount},
 		{Name: overlay.HelperService, Contents: helper},
+		{Name: overlay.EnablePath, Contents: enablePath},
+		{Name: overlay.EnableService, Contents: enable},
 		{Name: overlay.NMService, Dropins: []Dropin{{Name: overlay.NMServiceDropIn, Contents: nm}}},
 	}
 }

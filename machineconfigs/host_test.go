@@ -110,8 +110,17 @@ func TestUnits(t *testing.T) {
 	expect(overlay.HelperService, "Service.RemainAfterExit", "yes")
 	expect(overlay.HelperService, "Service.NotifyAccess", "main")
 	expect(overlay.HelperService, "Service.ExecStart", overlay.HelperBinary+" setup")
+	// The late enable: started when the helper appears, once (a failure must not restart it
+	// in a loop), after a NetworkManager that may be starting.
+	expect(overlay.EnablePath, "Path.PathExists", overlay.HelperBinary)
+	expect(overlay.EnablePath, "Path.Unit", overlay.EnableService)
+	expect(overlay.EnableService, "Unit.After", overlay.HelperService+" "+overlay.NMService)
+	expect(overlay.EnableService, "Unit.ConditionFileIsExecutable", overlay.HelperBinary)
+	expect(overlay.EnableService, "Service.Type", "oneshot")
+	expect(overlay.EnableService, "Service.RemainAfterExit", "yes")
+	expect(overlay.EnableService, "Service.ExecStart", "-"+overlay.HelperBinary+" enable")
 	dropin := overlay.NMService + ".d/" + overlay.NMServiceDropIn
-	expect(dropin, "Unit.Wants", overlay.HelperService)
+	expect(dropin, "Unit.Wants", overlay.HelperService+" "+overlay.EnablePath)
 	expect(dropin, "Unit.After", overlay.HelperService)
 	expect(dropin, "Service.EnvironmentFile", "-"+o.Layout.NMEnvFile())
 	if len(opts[dropin]) != 3 {

@@ -174,10 +174,10 @@ func checkContents(t *testing.T, config []byte, o Options) {
 			t.Errorf("%s: enabled/mask set; units are pulled in by the NetworkManager drop-in", u.Name)
 		}
 	}
-	if len(units) != 3 {
-		t.Errorf("units %v, want 3", units)
+	if len(units) != 5 {
+		t.Errorf("units %v, want 5", units)
 	}
-	for _, name := range []string{l.MountUnit(), overlay.HelperService, overlay.NMService} {
+	for _, name := range []string{l.MountUnit(), overlay.HelperService, overlay.EnablePath, overlay.EnableService, overlay.NMService} {
 		if !units[name] {
 			t.Errorf("unit %s missing", name)
 		}

@@ -19,6 +19,10 @@ type Degraded struct {
 // ReasonNotVerified is the marker tmpfiles writes at boot; only a verified setup removes it.
 const ReasonNotVerified = "nm-overlay has not verified the keyfile overlay in this boot (helper not installed, not run, or failed before writing a reason); NetworkManager uses the persistent keyfile dir"
 
+// ReasonRestartPending is the marker setup leaves when it enabled the overlay under a
+// running NetworkManager: that NetworkManager still uses the persistent keyfile dir.
+const ReasonRestartPending = "the keyfile overlay is verified and enabled, but the running NetworkManager started before and uses the persistent keyfile dir until it restarts (nm-overlay enable restarts it)"
+
 // NotVerifiedMarker is the marker's boot-time content.
 func NotVerifiedMarker() []byte {
 	b, _ := json.Marshal(Degraded{Reason: ReasonNotVerified})

@@ -41,6 +41,13 @@ const (
 	// HelperBinary is where the helper lives on the host. /usr is read-only on RHCOS;
 	// /usr/local/bin is the writable place for host binaries there.
 	HelperBinary = "/usr/local/bin/nm-overlay"
+	// EnablePath waits for HelperBinary and starts EnableService when it appears: the
+	// MachineConfig usually reaches a node before the handler DaemonSet installs the
+	// helper, and that boot's NetworkManager is moved onto the overlay without a reboot.
+	EnablePath = "nm-overlay-enable.path"
+	// EnableService runs `nm-overlay enable` (a no-op in a boot whose setup verified the
+	// overlay before NetworkManager started).
+	EnableService = "nm-overlay-enable.service"
 	// KeyfileDropIn (in NMConfDir) points NetworkManager at the merged dir. It is gated by
 	// EnableTag, so NetworkManager only reads it in a boot where the helper verified the overlay.
 	KeyfileDropIn = "90-nmoverlay.conf"

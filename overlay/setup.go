@@ -47,15 +47,47 @@ func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
 	if !r.OK {
 		return r, degradeWith(l, r)
 	}
+	enabledBefore := fileExists(l.NMEnvFile())
 	if err := WriteFileAtomic(l.NMEnvFile(), []byte(NMEnvContent()), 0o644); err != nil {
 		r.OK = false
 		r.Checks = append(r.Checks, Check{Name: CheckNMEnabled, Detail: err.Error()})
 		return r, degradeWith(l, r)
 	}
+	running, err := nmRunning(ctx)
+	if err != nil {
+		r.OK = false
+		r.Checks = append(r.Checks, Check{Name: CheckNMRunning, Detail: err.Error()})
+		return r, degradeWith(l, r)
+	}
+	if running && (!enabledBefore || !runsOnMerged(ctx, l)) {
+		// A running NetworkManager reads the enable file only at its next start: until then
+		// it writes to the persistent dir, so the node stays marked (the handler refuses).
+		if err := writeDegraded(l, Degraded{Reason: ReasonRestartPending}); err != nil {
+			return r, err
+		}
+		return Verify(ctx, l, VerifyOptions{NMConfig: nmc}), nil
+	}
 	if err := removeIfExists(l.DegradedMarker()); err != nil {
 		return r, err
 	}
 	return Verify(ctx, l, VerifyOptions{NMConfig: nmc}), nil
+}
+
+// runsOnMerged says whether the running NetworkManager loaded its profiles from the merged
+// dir only (it restarted since the overlay was enabled).
+func runsOnMerged(ctx context.Context, l Layout) bool {
+	ok := false
+	verifyRunningNM(ctx, l, func(_ string, passed bool, _ string, _ ...any) { ok = passed })
+	return ok
+}
+
+// nmRunning says whether NetworkManager owns its bus name.
+func nmRunning(ctx context.Context) (bool, error) {
+	nm, err := nmdbus.ConnectIfRunning(ctx)
+	if nm != nil {
+		nm.Close()
+	}
+	return nm != nil, err
 }
 
 // prepare makes upper and work exist on tmpfs and mounts the overlay if the mount unit did not.

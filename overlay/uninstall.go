@@ -19,6 +19,8 @@ func (l Layout) MachineConfigFiles() []string {
 		LayoutFile,
 		filepath.Join(SystemdUnitDir, l.MountUnit()),
 		filepath.Join(SystemdUnitDir, HelperService),
+		filepath.Join(SystemdUnitDir, EnablePath),
+		filepath.Join(SystemdUnitDir, EnableService),
 		l.NMServiceDropInPath(),
 	}
 }

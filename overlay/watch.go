@@ -1,8 +1,12 @@
 package overlay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,15 +15,26 @@ import (
 // changes: nothing else would tell the handler that someone wrote into it while the overlay
 // is mounted. The channel closes when ctx ends.
 func WatchLower(ctx context.Context, l Layout) (<-chan struct{}, error) {
+	return watchDir(ctx, l.Lower, nil)
+}
+
+// WatchMarker signals, like WatchLower, when the degraded marker is written or removed:
+// `nm-overlay enable` moving a running node onto the overlay, or a reset that degraded it.
+func WatchMarker(ctx context.Context, l Layout) (<-chan struct{}, error) {
+	return watchDir(ctx, l.RunDir, []string{filepath.Base(l.DegradedMarker())})
+}
+
+// watchDir signals changes of dir's entries, only of those named when names is not nil.
+func watchDir(ctx context.Context, dir string, names []string) (<-chan struct{}, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
 	const mask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_MOVED_FROM |
 		unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
-	if _, err := unix.InotifyAddWatch(fd, l.Lower, mask); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("watching %s: %w", l.Lower, err)
+		return nil, fmt.Errorf("watching %s: %w", dir, err)
 	}
 	out := make(chan struct{}, 1)
 	go func() {
@@ -35,8 +50,12 @@ func WatchLower(ctx context.Context, l Layout) (<-chan struct{}, error) {
 			if n <= 0 {
 				continue
 			}
-			if _, err := unix.Read(fd, buf); err != nil && err != unix.EAGAIN {
+			n, err = unix.Read(fd, buf)
+			if err != nil && err != unix.EAGAIN {
 				return
+			}
+			if names != nil && !namesAny(buf[:max(n, 0)], names) {
+				continue
 			}
 			select {
 			case out <- struct{}{}:
@@ -45,4 +64,21 @@ func WatchLower(ctx context.Context, l Layout) (<-chan struct{}, error) {
 		}
 	}()
 	return out, nil
+}
+
+// namesAny says whether any inotify event in buf is about one of names.
+func namesAny(buf []byte, names []string) bool {
+	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		end := off + unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(buf) {
+			return false
+		}
+		name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
+		if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 || slices.Contains(names, name) {
+			return true
+		}
+		off = end
+	}
+	return false
 }

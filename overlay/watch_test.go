@@ -34,6 +34,42 @@ func TestWatchLowerSignalsAWrite(t *testing.T) {
 	}
 }
 
+func TestWatchMarkerSignalsOnlyTheMarker(t *testing.T) {
+	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := WatchMarker(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(l.BootIDFile(), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("signalled for another file of the run dir")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := writeDegraded(l, Degraded{Reason: ReasonRestartPending}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the marker written was not signalled")
+	}
+	if err := os.Remove(l.DegradedMarker()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the marker removed was not signalled")
+	}
+	cancel()
+	for range ch {
+	}
+}
+
 func TestInUseReportsALowerWrite(t *testing.T) {
 	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
 	if why, err := InUse(l); why != ReasonNotSetUp || err != nil {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -96,7 +98,7 @@ func run(o options) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	nm, err := networkmanager.Connect(ctx, o.bus)
+	nm, err := connectNM(ctx, o.bus)
 	if err != nil {
 		return err
 	}
@@ -112,6 +114,13 @@ func run(o options) error {
 	lowerChanged, err := overlay.WatchLower(ctx, layout)
 	if err != nil {
 		return err
+	}
+	// The degraded marker going away (nm-overlay enable moved NetworkManager onto the
+	// overlay) makes a refusing node apply its policies at once.
+	markerChanged, err := overlay.WatchMarker(ctx, layout)
+	if err != nil {
+		// No run dir: no overlay set up at all. A refusing node then looks again every 30 s.
+		ctrl.Log.Info("not watching the degraded marker", "node", nodeName, "error", err.Error())
 	}
 	wake := make(chan event.GenericEvent, 1)
 	netChanged := make(chan struct{}, 1)
@@ -133,7 +142,7 @@ func run(o options) error {
 		}
 	}
 	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
-	go forwardChanges(nmChanges, lowerChanged, netChanged, wake, changes, nodeName, layout.Lower)
+	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
 		Client: mgr.GetClient(), NodeName: nodeName, Show: nm.Show, Changes: changes, NMVersion: nm.Version,
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
@@ -206,8 +215,30 @@ func newEngine(o options, nm *networkmanager.Client, layout overlay.Layout, dial
 // forwardChanges passes NetworkManager's changes to the handler (netChanged) and a change
 // of the lower dir to the handler (wake); each also to the reporter (changes). It ends
 // when either source is closed.
-func forwardChanges(nmChanges, lowerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
+// connectNM connects to NetworkManager, waiting for one that restarts: `nm-overlay enable`
+// moves it onto the overlay right after this pod's init container installed the helper.
+func connectNM(ctx context.Context, bus string) (*networkmanager.Client, error) {
+	var nm *networkmanager.Client
+	var last error
+	// The connection lives as long as ctx: not the poll's context, which ends with the poll.
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		nm, last = networkmanager.Connect(ctx, bus)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return nil, last
+	}
+	return nm, err
+}
+
+func forwardChanges(nmChanges, lowerChanged, markerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
 	changes chan<- struct{}, nodeName, lowerDir string) {
+	wakeHandler := func() {
+		select {
+		case wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}}:
+		default:
+		}
+	}
 	for {
 		select {
 		case _, ok := <-nmChanges:
@@ -223,10 +254,12 @@ func forwardChanges(nmChanges, lowerChanged <-chan struct{}, netChanged chan<- s
 				return
 			}
 			ctrl.Log.Info("the persistent keyfile dir changed while the overlay is mounted", "node", nodeName, "dir", lowerDir)
-			select {
-			case wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}}:
-			default:
+			wakeHandler()
+		case _, ok := <-markerChanged:
+			if !ok {
+				return
 			}
+			wakeHandler()
 		}
 		select {
 		case changes <- struct{}{}:

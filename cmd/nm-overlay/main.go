@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/coreos/go-systemd/v22/journal"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
@@ -35,6 +36,10 @@ Commands:
   setup      create upper/work on tmpfs, mount the overlay if needed, verify it, and enable
              it for NetworkManager's next start; on failure NetworkManager keeps the
              persistent keyfile dir and the host is marked degraded (run by nm-overlay.service)
+  enable     set the overlay up and restart NetworkManager onto it, in a boot that started
+             without it (the helper was installed after NetworkManager started, or setup
+             failed and was fixed since); nothing when the overlay is in use already (run by
+             nm-overlay-enable.service when the helper appears)
   verify     check the overlay and NetworkManager's use of it; exit 1 if anything is wrong
   status     what the tmpfs layer adds, modifies (copy-up) and hides (whiteouts), per profile
   reset      drop every ephemeral change now and make NetworkManager reload its profiles
@@ -74,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "setup":
 		return setup(ctx, l, out, stderr)
+	case "enable":
+		return enable(ctx, l, out, stderr)
 	case "verify":
 		r := overlay.Verify(ctx, l, overlay.VerifyOptions{})
 		out.report(r)
@@ -143,9 +150,48 @@ func setup(ctx context.Context, l overlay.Layout, out printer, stderr io.Writer)
 		return exitDegraded
 	}
 	if !r.OK {
-		fmt.Fprintln(stderr, "nm-overlay: the overlay is ready; restart NetworkManager to use it")
+		fmt.Fprintln(stderr, "nm-overlay: the overlay is ready; NetworkManager uses it from its next start (nm-overlay enable restarts it now)")
 	}
 	return exitOK
+}
+
+// enable runs `nm-overlay enable`: setup, then a restart of NetworkManager through systemd.
+func enable(ctx context.Context, l overlay.Layout, out printer, stderr io.Writer) int {
+	action, r, err := overlay.Enable(ctx, l, overlay.NMConfig{}, restartNetworkManager)
+	if err == nil && !r.OK {
+		err = fmt.Errorf("%w: %s", overlay.ErrDegraded, r.Reason())
+	}
+	if action != overlay.EnableNothing {
+		report(r, err)
+	}
+	out.report(r)
+	if err != nil {
+		fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
+		return exitDegraded
+	}
+	return exitOK
+}
+
+// restartNetworkManager restarts NetworkManager through systemd and waits for the job.
+func restartNetworkManager(ctx context.Context) error {
+	conn, err := sddbus.NewSystemConnectionContext(ctx)
+	if err != nil {
+		return fmt.Errorf("connecting to systemd: %w", err)
+	}
+	defer conn.Close()
+	done := make(chan string, 1)
+	if _, err := conn.RestartUnitContext(ctx, overlay.NMService, "replace", done); err != nil {
+		return err
+	}
+	select {
+	case result := <-done:
+		if result != "done" {
+			return fmt.Errorf("systemd job %s", result)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // install copies this binary into dir, replacing the one there atomically.

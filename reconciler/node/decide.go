@@ -137,12 +137,12 @@ func Decide(s Snapshot) Decision {
 		for _, p := range s.Selected {
 			d.fail(s, p.Name, refusedPrefix+s.Degraded)
 		}
-		d.Requeue = degradedRetry // nothing signals a repaired overlay (nm-overlay reset)
+		d.Requeue = degradedRetry // the marker's removal wakes the handler; this is the fallback
 		return d
 	}
 	d.Plan = MakePlan(s.Selected)
 	d.reportDrift(s)
-	if !s.Reapply && upToDate(s, d.Plan) {
+	if !s.Reapply && upToDate(s, d.Plan) && !committedOtherwise(s, d.Plan) {
 		return d
 	}
 	var rollout []string
@@ -347,6 +347,19 @@ func upToDate(s Snapshot, plan Plan) bool {
 		}
 	}
 	return true
+}
+
+// committedOtherwise says whether this process committed, in this boot, something else than
+// what the policies now compose: the enactments alone do not prove the node's state, since
+// an etcd restored from a backup brings back enactments of a state the node left since (a
+// policy deleted after the snapshot comes back Available) and drops those of one it still
+// has (a policy created after it). Unknown after a restart of the handler ("").
+func committedOtherwise(s Snapshot, plan Plan) bool {
+	if s.Committed == "" {
+		return false
+	}
+	composed, _ := compose(s, plan, nil)
+	return commitKey(s.Boot, composed) != s.Committed
 }
 
 // compose is what this pass applies: each selected policy at its current generation,

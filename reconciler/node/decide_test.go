@@ -217,6 +217,27 @@ func TestDecide(t *testing.T) {
 		{name: "up to date: nothing to do",
 			s:    snap([]Policy{a1}, available("a", 1, boot, "d-a")),
 			want: want{}},
+		{name: "up to date, and what this process committed: nothing to do",
+			s: func() Snapshot {
+				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
+				s.Committed = commitKey(boot, MakePlan([]Policy{a1}))
+				return s
+			}(),
+			want: want{}},
+		{name: "etcd restored to before a policy was created: enactments up to date, the node still has it: applied without it",
+			s: func() Snapshot {
+				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
+				s.Committed = commitKey(boot, MakePlan([]Policy{a1, b1}))
+				return s
+			}(),
+			want: want{apply: []string{"d-a"}, settle: true}},
+		{name: "etcd restored to before a policy was deleted: its enactment says Available, the node no longer has it: applied again",
+			s: func() Snapshot {
+				s := snap([]Policy{a1, b1}, available("a", 1, boot, "d-a"), available("b", 1, boot, "d-b"))
+				s.Committed = commitKey(boot, MakePlan([]Policy{a1}))
+				return s
+			}(),
+			want: want{apply: []string{"d-a", "d-b"}, settle: true}},
 		{name: "up to date but drift to undo: applied again",
 			s:    func() Snapshot { s := snap([]Policy{a1}, available("a", 1, boot, "d-a")); s.Reapply = true; return s }(),
 			want: want{apply: []string{"d-a"}, settle: true}},

@@ -219,8 +219,8 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 				units = append(units, f)
 			}
 		}
-		Expect(units).To(HaveLen(2))
-		out, err := m.Exec(ctx, "systemd-analyze", "verify", "--man=no", units[0], units[1], nmReady)
+		Expect(units).To(HaveLen(4))
+		out, err := m.Exec(ctx, "systemd-analyze", append(append([]string{"verify", "--man=no"}, units...), nmReady)...)
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
@@ -254,11 +254,35 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 		Expect(m.Poweroff(ctx)).To(Succeed())
 	})
 
-	It("keeps NetworkManager on the persistent profiles when the helper is not installed yet", func() {
+	It("keeps NetworkManager on the persistent profiles when the helper is not installed yet, and moves it onto the overlay once it is", func() {
 		Expect(os.Remove(filepath.Join(m.Root, overlay.HelperBinary))).To(Succeed())
 		Expect(m.Boot(ctx)).To(Succeed(), m.Console())
 		Expect(unitProp(m, overlay.HelperService, "ConditionResult")).To(Equal("no"))
 		expectPersistentFallback(m, "has not verified")
+		Expect(unitProp(m, overlay.EnablePath, "ActiveState")).To(Equal("active"), "waiting for the helper")
+		Expect(unitProp(m, overlay.EnableService, "ActiveState")).To(Equal("inactive"))
+		nmPID := unitProp(m, nmReady, "MainPID")
+
+		// As the handler's init container does: a complete file renamed into place.
+		b, err := os.ReadFile(helper)
+		Expect(err).NotTo(HaveOccurred())
+		writeFile(m, overlay.HelperBinary+".new", string(b), 0o755)
+		Expect(os.Rename(filepath.Join(m.Root, overlay.HelperBinary+".new"), filepath.Join(m.Root, overlay.HelperBinary))).To(Succeed())
+		Eventually(func() string { return unitProp(m, overlay.EnableService, "ActiveState") }, "30s", "200ms").Should(Equal("active"))
+		Expect(unitProp(m, nmReady, "MainPID")).NotTo(Equal(nmPID), "NetworkManager restarted")
+		Expect(nmEnviron(m)).To(HaveKeyWithValue("NM_CONFIG_ENABLE_TAG", overlay.EnableTag))
+		Expect(profileFile(m, "persist0")).To(Equal(filepath.Join(layout.Merged(), "persist0.nmconnection")))
+		waitForAddress(m, "veth0", "192.0.2.10/24")
+		r := verifyReport(m)
+		Expect(r.OK).To(BeTrue(), "%+v", r.Failed())
+		_, err = m.Exec(ctx, "test", "-e", layout.DegradedMarker())
+		Expect(err).To(HaveOccurred(), "the marker is gone once NetworkManager runs on the overlay")
+
+		// Run again (by hand, or the path unit after a reinstall): nothing to do.
+		pid := unitProp(m, nmReady, "MainPID")
+		out, err := m.Exec(ctx, overlay.HelperBinary, "enable")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(unitProp(m, nmReady, "MainPID")).To(Equal(pid), "no second restart")
 		Expect(m.Poweroff(ctx)).To(Succeed())
 	})
 

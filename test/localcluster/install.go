@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -20,9 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 
@@ -169,6 +172,32 @@ func (c *Cluster) ApplyMachineConfig(ctx context.Context, n *Node) error {
 	return c.Reboot(ctx, n)
 }
 
+// ApplyMachineConfigFile does on the node what MCO does with the MachineConfig in file (as
+// `nmoverlay render` writes it): its Ignition config written into the node's root, then a
+// reboot.
+func (c *Cluster) ApplyMachineConfigFile(ctx context.Context, n *Node, file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	mc := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &mc.Object); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	config, ok, err := unstructured.NestedMap(mc.Object, "spec", "config")
+	if err != nil || !ok || mc.GetKind() != "MachineConfig" {
+		return fmt.Errorf("%s: not a MachineConfig with spec.config (%v)", file, err)
+	}
+	ign, err := json.Marshal(config)
+	if err != nil {
+		return err
+	}
+	if err := machineconfigs.ApplyIgnition(n.Root, ign); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return c.Reboot(ctx, n)
+}
+
 // Reboot reboots the node (systemd's reboot, a new boot ID) and waits until its kubelet
 // has it Ready again.
 func (c *Cluster) Reboot(ctx context.Context, n *Node) error {
@@ -257,6 +286,7 @@ func (c *Cluster) Diagnose(ctx context.Context, n *Node, w Workloads) string {
 	for _, cmd := range []string{
 		"tail -n 40 /var/log/pods/" + w.Namespace + "_" + w.Handler + "-*/handler/*.log",
 		"journalctl -b -u " + KubeletUnit + " --no-pager -n 20",
+		"journalctl -b -u " + overlay.HelperService + " -u " + overlay.EnableService + " --no-pager -n 20",
 	} {
 		out, err := n.Run(ctx, "sh", "-c", cmd)
 		fmt.Fprintf(&b, "%s$ %s\n%s\n", n.Name, cmd, out)

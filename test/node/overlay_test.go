@@ -325,7 +325,7 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		assertDegradedOnPersistent(n, layout, overlay.CheckMounted)
 	})
 
-	It("repairs a degraded node without a reboot: setup again, then a NetworkManager restart", func() {
+	It("repairs a degraded node without a reboot: setup, a NetworkManager restart, setup (the node stays marked until NetworkManager moved)", func() {
 		_, err := n.Run(ctx, "rm", layout.Work())
 		Expect(err).NotTo(HaveOccurred())
 		out, code := helperRun("setup")
@@ -334,8 +334,15 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		Expect(checkNamed(r, overlay.CheckNMRunning)).To(SatisfyAll(
 			HaveField("OK", BeFalse()), HaveField("Detail", ContainSubstring("persist0"))),
 			"NetworkManager still runs on the persistent dir until it restarts")
+		marker, err := n.ReadFile(ctx, layout.DegradedMarker())
+		Expect(err).NotTo(HaveOccurred(), "the node stays marked: its handler must refuse until NetworkManager moved")
+		Expect(marker).To(ContainSubstring("until it restarts"))
 		n.StopNM()
 		Expect(n.StartNM(ctx, layout.NMEnvFile())).To(Succeed(), n.NMLog())
+		// On a systemd host `nm-overlay enable` restarts NetworkManager itself (boot tier);
+		// here the test restarts it, and setup clears the marker once it runs on the overlay.
+		out, code = helperRun("setup")
+		Expect(code).To(Equal(0), out)
 		r = verify()
 		Expect(r.OK).To(BeTrue(), "%+v", r.Failed())
 		Expect(profileFile(n, "persist0")).To(Equal(filepath.Join(layout.Merged(), "persist0.nmconnection")))

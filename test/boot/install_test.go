@@ -1,0 +1,258 @@
+//go:build boot
+
+package boot_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/test/localcluster"
+)
+
+// An install as openshift-install does it, from `nmoverlay render --install-manifests`:
+// every node boots the MachineConfig at its first boot, before any handler put nm-overlay
+// on it, and the policies given at install time exist before any handler runs. Once the
+// NMState is there, the operator deploys the handlers, their init containers install the
+// helper, nm-overlay-enable.path moves each node's NetworkManager onto the overlay without
+// a reboot, and the policies converge on every node into the tmpfs layer.
+var _ = Describe("an install from openshift-install's manifests", Ordered, func() {
+	const policy, bridge = "install-bridge", "br-install"
+	var (
+		c          *localcluster.Cluster
+		w          localcluster.Workloads
+		dir        string // the install manifests
+		ctx        = context.Background()
+		bootIDs    = map[string]string{}
+		nmPIDs     = map[string]string{}
+		readySince = map[string]metav1.Time{}
+	)
+	file := func(sub, name string) string { return filepath.Join(dir, sub, name) }
+	enactment := func(node string) (condition, message, boot string) {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(node, policy)}, e); err != nil {
+			return "<none>", err.Error(), ""
+		}
+		for _, cond := range e.Status.Conditions {
+			if cond.Status == metav1.ConditionTrue {
+				return cond.Type, cond.Message, e.Status.BootID
+			}
+		}
+		return "<no condition>", "", e.Status.BootID
+	}
+	nodeReadySince := func(name string) metav1.Time {
+		n := &corev1.Node{}
+		Expect(c.Client.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return cond.LastTransitionTime
+			}
+		}
+		Fail(name + " is not Ready")
+		return metav1.Time{}
+	}
+
+	BeforeAll(func() {
+		o := cluster
+		o.Nodes, o.Log = []string{"install-a", "install-b"}, GinkgoWriter
+		var err error
+		c, err = localcluster.Start(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			c.Close()
+			Expect(c.Leftovers()).To(BeEmpty())
+		})
+		w, err = localcluster.DeployWorkloads()
+		Expect(err).NotTo(HaveOccurred())
+
+		// What an administrator gives openshift-install: a bridge on every node's second NIC.
+		dir = GinkgoT().TempDir()
+		policyFile := filepath.Join(dir, "bridge.yaml")
+		Expect(os.WriteFile(policyFile, []byte(fmt.Sprintf(`apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata:
+  name: %s
+spec:
+  desiredState:
+    interfaces:
+    - name: %s
+      type: linux-bridge
+      state: up
+      ipv4: {enabled: false}
+      ipv6: {enabled: false}
+      bridge:
+        options: {stp: {enabled: false}}
+        port: [{name: %s}]
+`, policy, bridge, localcluster.SecondNIC)), 0o644)).To(Succeed())
+		out, err := exec.Command(buildCommand("nmoverlay"), "render", "--install-manifests", dir,
+			"--image", c.Image, "--policy", policyFile).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+	})
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() {
+			for _, n := range c.Nodes {
+				GinkgoWriter.Print(c.Diagnose(ctx, n, w))
+			}
+		}
+	})
+
+	It("boots every node with the MachineConfig before the helper exists: on its persistent profiles, marked, waiting for the helper", func() {
+		for _, n := range c.Nodes {
+			Expect(c.ApplyMachineConfigFile(ctx, n, file("openshift", "99_nmoverlay_0_machineconfig_99-worker-nmoverlay.yaml"))).To(Succeed())
+			_, err := os.Stat(n.Root + overlay.HelperBinary)
+			Expect(os.IsNotExist(err)).To(BeTrue(), "nm-overlay is not on the node yet")
+			Expect(run(n.Machine, "cat", overlay.DefaultLayout().DegradedMarker())).To(ContainSubstring("helper not installed"))
+			Expect(run(n.Machine, "nmcli", "-g", "GENERAL.CONNECTION", "device", "show", localcluster.SecondNIC)).To(Equal(localcluster.SecondNIC + "-persistent"))
+			Expect(unitProp(n.Machine, overlay.EnablePath, "ActiveState")).To(Equal("active"), "the path unit waits for the helper")
+			Expect(unitProp(n.Machine, overlay.EnableService, "ActiveState")).To(Equal("inactive"))
+			bootIDs[n.Name], err = n.BootID(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			nmPIDs[n.Name] = unitProp(n.Machine, "NetworkManager.service", "MainPID")
+			readySince[n.Name] = nodeReadySince(n.Name)
+		}
+	})
+
+	It("creates the cluster side and the policy before any handler exists: the policy waits, nothing is applied", func() {
+		_, err := c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-f", filepath.Join(dir, "manifests"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = c.Kubectl(ctx, os.Getenv("KUBECTL"), "wait", "--for", "condition=Established", "--timeout", "60s",
+			"crd/nodenetworkconfigurationpolicies.nmstate.io", "crd/nmstates.nmstate.io")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-f", file("openshift", "99_nmoverlay_2_policy_"+policy+".yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.WaitOperator(ctx, w)).To(Succeed())
+		Consistently(func() []string {
+			pods := &corev1.PodList{}
+			Expect(c.Client.List(ctx, pods, client.InNamespace(w.Namespace))).To(Succeed())
+			var names []string
+			for _, p := range pods.Items {
+				if !strings.HasPrefix(p.Name, w.Operator) {
+					names = append(names, p.Name)
+				}
+			}
+			return names
+		}, "3s").Should(BeEmpty(), "no NMState: only the operator runs")
+		for _, n := range c.Nodes {
+			cond, _, _ := enactment(n.Name)
+			Expect(cond).To(Equal("<none>"), "no handler: no enactment on %s", n.Name)
+			Expect(run(n.Machine, "ip", "-o", "link", "show")).NotTo(ContainSubstring(bridge))
+		}
+	})
+
+	It("creates the NMState: each node's overlay is enabled without a reboot and the policy converges on every node", func() {
+		start := time.Now()
+		_, err := c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-f", file("openshift", "99_nmoverlay_1_nmstate.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, n := range c.Nodes {
+			Eventually(func() string { cond, msg, b := enactment(n.Name); return cond + " " + b + " " + msg }, "180s", "250ms").
+				Should(HavePrefix(shared.EnactmentAvailable+" "+bootIDs[n.Name]), "Available on %s in the boot it had", n.Name)
+		}
+		GinkgoWriter.Printf("NMState created -> %s Available on %d nodes: %s\n", policy, len(c.Nodes), time.Since(start).Round(100*time.Millisecond))
+
+		Eventually(func() bool {
+			nm := &nmstatev1.NMState{}
+			Expect(c.Client.Get(ctx, client.ObjectKey{Name: nmstatev1.NMStateName}, nm)).To(Succeed())
+			return meta.IsStatusConditionTrue(nm.Status.Conditions, nmstatev1.NMStateAvailable)
+		}, "30s").Should(BeTrue(), "the NMState says Available")
+		Eventually(func() bool {
+			p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+			Expect(c.Client.Get(ctx, client.ObjectKey{Name: policy}, p)).To(Succeed())
+			return meta.IsStatusConditionTrue(p.Status.Conditions, shared.PolicyAvailable)
+		}, "30s").Should(BeTrue(), "the policy says Available")
+		for _, n := range c.Nodes {
+			boot, err := n.BootID(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(boot).To(Equal(bootIDs[n.Name]), "%s did not reboot", n.Name)
+			Expect(n.Root+overlay.HelperBinary).To(BeAnExistingFile(), "the init container installed nm-overlay")
+			Expect(unitProp(n.Machine, overlay.EnableService, "ActiveState")).To(Equal("active"))
+			Expect(unitProp(n.Machine, "NetworkManager.service", "MainPID")).NotTo(Equal(nmPIDs[n.Name]), "nm-overlay enable restarted NetworkManager")
+			Expect(run(n.Machine, overlay.HelperBinary, "verify")).To(ContainSubstring("overlay verified"))
+			Expect(run(n.Machine, "cat", "/sys/class/net/"+localcluster.SecondNIC+"/master/uevent")).To(ContainSubstring("INTERFACE=" + bridge))
+			Expect(run(n.Machine, "ls", overlay.DefaultLayout().Upper())).To(ContainSubstring(".nmconnection"))
+			Expect(run(n.Machine, "ls", overlay.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
+				"nothing reached the persistent dir")
+			Expect(nodeReadySince(n.Name)).To(Equal(readySince[n.Name]), "%s stayed Ready through the NetworkManager restart", n.Name)
+		}
+		usage := componentUsage()
+		Expect(usage["/handler"].processes).To(Equal(len(c.Nodes)), "one handler per node")
+		Expect(usage["/controller"].processes).To(Equal(2), "two controller replicas")
+		Expect(usage["/operator"].processes).To(Equal(1))
+		time.Sleep(10 * time.Second)
+		rest := componentUsage()
+		for _, name := range []string{"/operator", "/controller", "/handler"} {
+			u, r := usage[name], rest[name]
+			GinkgoWriter.Printf("%s x%d: CPU %.2f s from start to converged, %.2f s in the next 10 s at rest; RSS %d MiB at rest (all its processes)\n",
+				name, u.processes, u.cpu, r.cpu-u.cpu, r.rssKiB/1024)
+		}
+
+		pods := &corev1.PodList{}
+		Expect(c.Client.List(ctx, pods, client.InNamespace(w.Namespace))).To(Succeed())
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				Expect(cs.RestartCount).To(BeZero(), "%s/%s waited for the NetworkManager restart instead of exiting", p.Name, cs.Name)
+			}
+		}
+	})
+})
+
+// usage is the CPU time (user and system, seconds) and resident memory of a component's
+// processes, read from the host's /proc (the nodes' pods are its processes too).
+type usage struct {
+	processes int
+	cpu       float64
+	rssKiB    int
+}
+
+// componentUsage sums usage by the command a process runs (the containers' entrypoints).
+func componentUsage() map[string]usage {
+	const clockTicks = 100 // USER_HZ, the unit of /proc/PID/stat's times on Linux
+	out := map[string]usage{}
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range pids {
+		cmdline, err := os.ReadFile(dir + "/cmdline")
+		if err != nil {
+			continue
+		}
+		cmd, _, _ := strings.Cut(string(cmdline), "\x00")
+		if cmd != "/handler" && cmd != "/controller" && cmd != "/operator" {
+			continue
+		}
+		stat, err1 := os.ReadFile(dir + "/stat")
+		status, err2 := os.ReadFile(dir + "/status")
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		var utime, stime float64
+		fmt.Sscan(fields[11], &utime)
+		fmt.Sscan(fields[12], &stime)
+		u := out[cmd]
+		u.processes++
+		u.cpu += (utime + stime) / clockTicks
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				var kib int
+				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
+				u.rssKiB += kib
+			}
+		}
+		out[cmd] = u
+	}
+	return out
+}
