@@ -70,9 +70,11 @@ node-images: deps
 	@. hack/common.sh && hack/node-images.sh "$$CACHE/node-images" >/dev/null 2>"$$CACHE/node-images.log" || { tail -20 "$$CACHE/node-images.log"; exit 1; }
 
 # Real systemd in systemd-nspawn on a Debian root filesystem (built once by hack/rootfs.sh);
-# the local cluster of make demo (kubelets, containerd) on hack/node-rootfs.sh's.
+# the local cluster of make demo (kubelets, containerd) on hack/node-rootfs.sh's; etcdutl
+# (hack/etcdutl.sh) restores its etcd from a snapshot.
 test-boot: node-rootfs kube-assets node-images
 	. hack/common.sh && NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" NMOVERLAY_NODE_ROOTFS="$$(hack/node-rootfs.sh)" NMOVERLAY_NODE_IMAGES="$$CACHE/node-images" \
+	  NMOVERLAY_ETCDUTL="$$(hack/etcdutl.sh)/etcdutl" \
 	  KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
 vm-image: rootfs
@@ -83,12 +85,13 @@ test-vm: vm-image
 	NMOVERLAY_VM="$$(hack/vm-image.sh)" $(GO) test -count=1 -timeout 20m -tags vm ./test/vm/...
 
 # Benchmarks print absolute figures and the ratio against a peer measured in the same run.
-bench: rootfs kube-assets
+bench: rootfs node-rootfs kube-assets node-images
 	$(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench ApplyReference -benchtime 1x ./test/node/...
 	$(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench Show200 -benchtime 3s ./test/node/...
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 30m -tags node -run '^$$' -bench 'RebootReconvergence|HandlerRSS200|Scale' -benchtime 1x ./test/node/...
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 60m -tags integration -run '^$$' -bench APILoad -benchtime 1x ./test/apiload/...
-	NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" $(GO) test -count=1 -timeout 30m -tags boot -run '^$$' -bench . -benchtime 1x ./test/boot/...
+	. hack/common.sh && NMOVERLAY_ROOTFS="$$(hack/rootfs.sh)" NMOVERLAY_NODE_ROOTFS="$$(hack/node-rootfs.sh)" NMOVERLAY_NODE_IMAGES="$$CACHE/node-images" \
+	  KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 30m -tags boot -run '^$$' -bench . -benchtime 1x ./test/boot/...
 
 # hack/demo.sh builds (or finds) the nodes' root, the Kubernetes binaries and the images,
 # at once.

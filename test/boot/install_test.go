@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -206,6 +207,50 @@ spec:
 			for _, cs := range p.Status.ContainerStatuses {
 				Expect(cs.RestartCount).To(BeZero(), "%s/%s waited for the NetworkManager restart instead of exiting", p.Name, cs.Name)
 			}
+		}
+	})
+
+	// Backup and restore (seed 002): an etcd snapshot restored to before a policy was
+	// created and before another was deleted. The nodes follow the restored API: what the
+	// first applied is reverted, the second is applied again, and every enactment is true.
+	It("restores an etcd snapshot: each node drops a policy created after it and applies again one deleted after it", func() {
+		const later, laterBridge = "after-backup", "br-later"
+		etcdutl := os.Getenv("NMOVERLAY_ETCDUTL")
+		Expect(etcdutl).To(BeAnExistingFile(), "NMOVERLAY_ETCDUTL is unset: run make test-boot (hack/etcdutl.sh builds it)")
+		snapshot := filepath.Join(dir, "etcd.snapshot")
+		Expect(c.SnapshotEtcd(ctx, snapshot)).To(Succeed())
+
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: later}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"` + laterBridge + `","type":"linux-bridge","state":"up",
+			"ipv4":{"enabled":false},"ipv6":{"enabled":false},"bridge":{"options":{"stp":{"enabled":false}},"port":[]}}]}`)}
+		Expect(c.Client.Create(ctx, p)).To(Succeed())
+		Expect(c.Client.Delete(ctx, &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy}})).To(Succeed())
+		links := func(n *localcluster.Node) string {
+			out, _ := n.Run(ctx, "ip", "-o", "link", "show")
+			return out
+		}
+		for _, n := range c.Nodes {
+			Eventually(func() string { return links(n) }, "60s", "250ms").Should(SatisfyAll(ContainSubstring(laterBridge), Not(ContainSubstring(bridge+":"))),
+				"%s applied %s and reverted %s", n.Name, later, policy)
+		}
+
+		start := time.Now()
+		Expect(c.RestoreEtcd(ctx, etcdutl, snapshot)).To(Succeed())
+		GinkgoWriter.Printf("etcd restored and the API server back: %s\n", time.Since(start).Round(100*time.Millisecond))
+		Expect(c.Client.Get(ctx, client.ObjectKey{Name: later}, &nmstatev1.NodeNetworkConfigurationPolicy{})).To(Satisfy(apierrors.IsNotFound))
+		for _, n := range c.Nodes {
+			Eventually(func() string { return links(n) }, "90s", "250ms").Should(SatisfyAll(Not(ContainSubstring(laterBridge)), ContainSubstring(bridge+":")),
+				"%s follows the restored API", n.Name)
+			Expect(run(n.Machine, "cat", "/sys/class/net/"+localcluster.SecondNIC+"/master/uevent")).To(ContainSubstring("INTERFACE=" + bridge))
+		}
+		GinkgoWriter.Printf("restore started -> every node on the restored policies: %s\n", time.Since(start).Round(100*time.Millisecond))
+		for _, n := range c.Nodes {
+			cond, msg, b := enactment(n.Name)
+			Expect(cond+" "+b).To(Equal(shared.EnactmentAvailable+" "+bootIDs[n.Name]), "%s: %s", n.Name, msg)
+			err := c.Client.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(n.Name, later)}, &v1beta1.NodeNetworkConfigurationEnactment{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no enactment of a policy the restored API does not have: %v", err)
+			Expect(run(n.Machine, "ls", overlay.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
+				"nothing reached the persistent dir")
 		}
 	})
 })

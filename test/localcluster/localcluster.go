@@ -102,6 +102,7 @@ type Cluster struct {
 	fabric    string
 	dir       string
 	pki       *pki
+	env       *envtest.Environment
 	apiServer string
 	// markers are paths in the command line of every process the cluster started.
 	markers  []string
@@ -149,6 +150,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
 	c.onClose(func() { _ = env.Stop() })
+	c.env = env
 	c.markers = append(c.markers, env.ControlPlane.Etcd.DataDir)
 	scheme, err := api.NewScheme()
 	if err != nil {
