@@ -46,7 +46,7 @@ test-image:
 
 # Real NetworkManager over D-Bus and real overlayfs, in the test's own namespaces.
 test-node: deps kube-assets
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/... -ginkgo.label-filter='!faults'
+	NMOVERLAY_NM_OVS="$$(hack/nm-ovs.sh)" KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 15m -tags node ./test/node/... -ginkgo.label-filter='!faults'
 
 # Faults injected for real on a node-tier node whose handler runs as its own process:
 # NetworkManager restarted or killed mid-transaction, the handler killed, another tool's

@@ -22,6 +22,7 @@ declare -A need=(
   [buildah]=buildah # the image (hack/image.sh)
   [iptables]=iptables # the fault tier drops API traffic in the fabric
   [dnsmasq]=dnsmasq-base # a DHCP server on the node tier's fabric
+  [ovsdb-server]=openvswitch-switch # Open vSwitch on the node tier (userspace datapath)
 )
 missing=()
 for tool in "${!need[@]}"; do

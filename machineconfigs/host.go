@@ -93,7 +93,9 @@ func Units(o Options) []Unit {
 		"Description=Set up and verify the NetworkManager keyfile overlay",
 		"Documentation=https://github.com/nmoverlay/nmoverlay",
 		"Wants="+l.MountUnit(),
-		"After="+l.MountUnit()+" systemd-tmpfiles-setup.service",
+		// After Open vSwitch's database, where it runs: it removes the OVN bridge mappings
+		// nmoverlay made in an earlier boot (OVSDB is persistent).
+		"After="+l.MountUnit()+" systemd-tmpfiles-setup.service "+overlay.OVSDBService,
 		"Before="+overlay.NMService,
 		"ConditionFileIsExecutable="+overlay.HelperBinary,
 		"",

@@ -103,7 +103,7 @@ func TestUnits(t *testing.T) {
 		}
 	}
 	expect(overlay.HelperService, "Unit.Wants", mountName)
-	expect(overlay.HelperService, "Unit.After", mountName+" systemd-tmpfiles-setup.service")
+	expect(overlay.HelperService, "Unit.After", mountName+" systemd-tmpfiles-setup.service "+overlay.OVSDBService)
 	expect(overlay.HelperService, "Unit.Before", overlay.NMService)
 	expect(overlay.HelperService, "Unit.ConditionFileIsExecutable", overlay.HelperBinary)
 	expect(overlay.HelperService, "Service.Type", "oneshot")

@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,12 @@ func TestDecideEnable(t *testing.T) {
 				t.Errorf("DecideEnable = %s, %q; want %s, containing %q", got, why, tc.want, tc.why)
 			}
 		})
+	}
+}
+
+func TestClearBridgeMappingsWithoutOpenVSwitch(t *testing.T) {
+	removed, err := ClearBridgeMappings(context.Background(), t.TempDir()+"/db.sock")
+	if removed != nil || err != nil {
+		t.Errorf("no ovsdb-server: %v, %v; want nothing to do", removed, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
 )
 
 // ErrDegraded is returned when the overlay could not be set up or verified; the host then
@@ -32,8 +33,14 @@ func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
 		r := Report{Layout: l, Checks: []Check{{Name: CheckMounted, Detail: err.Error()}}}
 		return r, degradeWith(l, r)
 	}
-	// The first setup of a boot records lower, so later writes to it are detectable.
+	// The first setup of a boot removes the bridge mappings of earlier boots (not this
+	// boot's: a setup run again later must leave what the handler applied since), and
+	// records lower, so later writes to it are detectable.
 	if !fileExists(l.LowerManifest()) {
+		if _, err := ClearBridgeMappings(ctx, ovsdb.DefaultSocket); err != nil {
+			r := Report{Layout: l, Checks: []Check{{Name: CheckBridgeMappings, Detail: err.Error()}}}
+			return r, degradeWith(l, r)
+		}
 		m, err := ReadManifest(l.Lower)
 		if err == nil {
 			err = saveManifest(l.LowerManifest(), m)
@@ -179,6 +186,10 @@ func Reset(ctx context.Context, l Layout, nmc NMConfig) ([]ProfileChange, error)
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The bridge mappings nmoverlay made are ephemeral changes too (in OVSDB).
+	if _, err := ClearBridgeMappings(ctx, ovsdb.DefaultSocket); err != nil {
+		return dropped, err
 	}
 	nm, err := nmdbus.ConnectIfRunning(ctx)
 	if err != nil {

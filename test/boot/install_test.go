@@ -243,10 +243,13 @@ spec:
 				"%s follows the restored API", n.Name)
 			Expect(run(n.Machine, "cat", "/sys/class/net/"+localcluster.SecondNIC+"/master/uevent")).To(ContainSubstring("INTERFACE=" + bridge))
 		}
-		GinkgoWriter.Printf("restore started -> every node on the restored policies: %s\n", time.Since(start).Round(100*time.Millisecond))
 		for _, n := range c.Nodes {
-			cond, msg, b := enactment(n.Name)
-			Expect(cond+" "+b).To(Equal(shared.EnactmentAvailable+" "+bootIDs[n.Name]), "%s: %s", n.Name, msg)
+			// Applied again as a policy new to the node: a rollout slot, the apply, then Available.
+			Eventually(func() string { cond, msg, b := enactment(n.Name); return cond + " " + b + " " + msg }, "60s", "250ms").
+				Should(HavePrefix(shared.EnactmentAvailable+" "+bootIDs[n.Name]), "%s", n.Name)
+		}
+		GinkgoWriter.Printf("restore started -> every node on the restored policies, its enactment Available: %s\n", time.Since(start).Round(100*time.Millisecond))
+		for _, n := range c.Nodes {
 			err := c.Client.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(n.Name, later)}, &v1beta1.NodeNetworkConfigurationEnactment{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no enactment of a policy the restored API does not have: %v", err)
 			Expect(run(n.Machine, "ls", overlay.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),

@@ -51,10 +51,9 @@ func (c *Cluster) SnapshotEtcd(ctx context.Context, path string) error {
 // plane alone is restored.
 func (c *Cluster) RestoreEtcd(ctx context.Context, etcdutl, snapshot string) error {
 	cp := &c.env.ControlPlane
-	// With kubelets and handlers watching, its graceful termination outlasts envtest's 20 s
-	// (the HTTP server waits for busy connections), and envtest then kills it: what the
-	// kubelet does to a static pod that outlives its grace period. envtest says so only in
-	// its error's text.
+	// With kubelets and handlers watching, its graceful termination outlasts the control
+	// plane's stop timeout (Start) and envtest kills it; envtest says so only in its
+	// error's text.
 	if err := cp.APIServer.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,7 +144,10 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		log = io.Discard
 	}
 
-	env := &envtest.Environment{BinaryAssetsDirectory: o.Kube}
+	// The API server's graceful termination waits for its watchers' connections (kubelets,
+	// pods) far longer than a test needs; after 5 s it is killed, as the kubelet kills a
+	// static pod past its grace period. Etcd stops at once.
+	env := &envtest.Environment{BinaryAssetsDirectory: o.Kube, ControlPlaneStopTimeout: 5 * time.Second}
 	env.ControlPlane.APIServer = c.pki.apiServer(o.Kube)
 	cfg, err := env.Start()
 	if err != nil {

@@ -44,6 +44,8 @@ type Node struct {
 	Dir string
 	// BootSetup runs inside the node at each boot, before anything else (create NICs, tmpfiles).
 	BootSetup func(n *Node) error
+	// OVS, when set before Boot, gives the node Open vSwitch (ovs.go).
+	OVS *OVS
 
 	dbus   *exec.Cmd
 	holder *exec.Cmd
@@ -104,16 +106,21 @@ func (n *Node) Boot(ctx context.Context) error {
 	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", n.netns).CombinedOutput(); err != nil {
 		return fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
-	script := strings.Join([]string{
+	ovsMounts, err := n.ovsMounts()
+	if err != nil {
+		return err
+	}
+	script := strings.Join(append(append([]string{
 		"set -e",
 		"mount -t tmpfs -o mode=0755 noderun /run",
 		"mount -o remount,ro /sys",
 		"mount --bind " + filepath.Join(n.Dir, "etc") + " /etc/NetworkManager",
 		"mount --bind " + filepath.Join(n.Dir, "lib") + " /var/lib/NetworkManager",
 		"mount --bind " + filepath.Join(n.Dir, "syscfg") + " /usr/lib/NetworkManager/conf.d",
+	}, ovsMounts...),
 		"echo ready",
 		"exec sleep infinity",
-	}, "\n")
+	), "\n")
 	n.holder = exec.Command("ip", "netns", "exec", n.netns, "unshare", "-m", "--propagation", "private", "--", "sh", "-c", script)
 	stdout, err := n.holder.StdoutPipe()
 	if err != nil {
@@ -131,6 +138,9 @@ func (n *Node) Boot(ctx context.Context) error {
 		return fmt.Errorf("node namespace did not start: %s", stderr.String())
 	}
 	if _, err := n.Run(ctx, "ip", "link", "set", "lo", "up"); err != nil {
+		return err
+	}
+	if err := n.startOVS(ctx); err != nil {
 		return err
 	}
 	if n.BootSetup != nil {
@@ -180,7 +190,7 @@ func (n *Node) StartNM(ctx context.Context, envFile string) error {
 			}
 		}
 	}
-	n.nm = n.Command(context.Background(), "env", append(env, append([]string{"NetworkManager"}, args...)...)...)
+	n.nm = n.Command(context.Background(), "env", append(env, append([]string{n.nmBinary()}, args...)...)...)
 	log, err := os.OpenFile(filepath.Join(n.Dir, "NetworkManager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -220,6 +230,7 @@ func (n *Node) StopNM() {
 // Shutdown stops NetworkManager and drops the namespaces: /run and all mounts are gone.
 func (n *Node) Shutdown() {
 	n.StopNM()
+	n.stopOVS()
 	if n.holder != nil {
 		_ = n.holder.Process.Kill()
 		_ = n.holder.Wait()
