@@ -334,6 +334,9 @@ func setIPConfig(s settings, family string, c *state.IPConfig) {
 	if c.AutoRoutes != nil {
 		s.set(family, "ignore-auto-routes", !*c.AutoRoutes)
 	}
+	if c.AutoRouteMetric != nil {
+		s.set(family, "route-metric", int64(*c.AutoRouteMetric))
+	}
 }
 
 // setRoutes adds the family's routes to those the profile has and removes those an

@@ -230,6 +230,10 @@ func describeIP(ip *state.IPConfig, a settings, family string) {
 			return &yes
 		}
 		ip.AutoDNS, ip.AutoGateway, ip.AutoRoutes = flag("ignore-auto-dns"), flag("never-default"), flag("ignore-auto-routes")
+		if m, ok := a[family]["route-metric"].Value().(int64); ok && m >= 0 { // -1: NetworkManager's default
+			metric := int(m)
+			ip.AutoRouteMetric = &metric
+		}
 	}
 }
 

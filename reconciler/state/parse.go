@@ -332,10 +332,10 @@ func (d *decoder) veth(path string, v any) *VethConfig {
 }
 
 func (d *decoder) ip(path string, v any, v6 bool) *IPConfig {
-	keys := []string{"enabled", "dhcp", "address", "auto-dns", "auto-gateway", "auto-routes"}
+	keys := []string{"enabled", "dhcp", "address", "auto-dns", "auto-gateway", "auto-routes", "auto-route-metric"}
 	unsupported := map[string]string{
-		"auto-route-table-id": "not applied yet", "auto-route-metric": "not applied yet",
-		"dhcp-client-id": "not applied yet", "dhcp-duid": "not applied yet", "dhcp-send-hostname": "not applied yet",
+		"auto-route-table-id": "not applied yet",
+		"dhcp-client-id":      "not applied yet", "dhcp-duid": "not applied yet", "dhcp-send-hostname": "not applied yet",
 		"dhcp-custom-hostname": "not applied yet", "addr-gen-mode": "not applied yet", "token": "not applied yet",
 		"allow-extra-address": "not applied yet", "dhcp-timeout": "not applied yet", "autoconf-timeout": "not applied yet",
 		"map-to-ipv4": "not applied yet", "forwarding": "not applied yet",
@@ -358,6 +358,9 @@ func (d *decoder) ip(path string, v any, v6 bool) *IPConfig {
 		if v, ok := m[f.key]; ok {
 			*f.dst = d.boolean(join(path, f.key), v)
 		}
+	}
+	if v, ok := m["auto-route-metric"]; ok {
+		c.AutoRouteMetric = d.integer(join(path, "auto-route-metric"), v, 0, math.MaxUint32)
 	}
 	if v, ok := m["address"]; ok {
 		maxPrefix := int64(32)

@@ -230,6 +230,8 @@ var invalidDocs = []struct {
 	{"typo in key", "interfaces: [{name: eth1, type: ethernet, ipv4: {adress: []}}]", "interfaces[0].ipv4.adress", "unknown field"},
 	{"mtu string", "interfaces: [{name: eth1, type: ethernet, mtu: big}]", "interfaces[0].mtu", "must be an integer"},
 	{"mtu out of range", "interfaces: [{name: eth1, type: ethernet, mtu: 70000}]", "interfaces[0].mtu", "70000 is out of range 68..65535"},
+	{"negative route metric", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, dhcp: true, auto-route-metric: -1}}]",
+		"interfaces[0].ipv4.auto-route-metric", "out of range 0..4294967295"},
 	{"mac address", "interfaces: [{name: eth1, type: ethernet, mac-address: 'zz:00'}]", "interfaces[0].mac-address", "not an Ethernet MAC"},
 	{"ipv4 address not ip", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: 300.1.1.1, prefix-length: 24}]}}]", "interfaces[0].ipv4.address[0].ip", "not an IP address"},
 	{"ipv6 address under ipv4", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: '2001:db8::1', prefix-length: 24}]}}]", "interfaces[0].ipv4.address[0].ip", "not an IPv4 address"},

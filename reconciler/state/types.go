@@ -77,6 +77,9 @@ type IPConfig struct {
 	AutoDNS     *bool     `json:"auto-dns,omitempty"`
 	AutoGateway *bool     `json:"auto-gateway,omitempty"`
 	AutoRoutes  *bool     `json:"auto-routes,omitempty"`
+	// AutoRouteMetric is the metric of the routes DHCP or autoconf brings (the br-ex
+	// customization's auto-route-metric: 48).
+	AutoRouteMetric *int `json:"auto-route-metric,omitempty"`
 }
 
 // Address is a static address.

@@ -179,6 +179,10 @@ func verifyIP(add func(string, ...any), path string, want, got *IPConfig) {
 			add("%s.%s: %s, want %t", path, f.name, boolOrNone(f.got), *f.want)
 		}
 	}
+	if want.AutoRouteMetric != nil && (isTrue(want.DHCP) || isTrue(want.Autoconf)) &&
+		(got.AutoRouteMetric == nil || *got.AutoRouteMetric != *want.AutoRouteMetric) {
+		add("%s.auto-route-metric: %s, want %d", path, intOrNone(got.AutoRouteMetric), *want.AutoRouteMetric)
+	}
 	for _, a := range want.Address {
 		if !slices.ContainsFunc(got.Address, func(h Address) bool { return sameIP(h.IP, a.IP) && h.PrefixLength == a.PrefixLength }) {
 			add("%s.address: %s/%d missing (has %v)", path, a.IP, a.PrefixLength, got.Address)

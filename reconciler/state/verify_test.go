@@ -15,7 +15,7 @@ interfaces:
   mtu: 9000
   mac-address: "02:00:00:00:00:01"
   ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
-  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48}
 - name: bond0
   type: bond
   link-aggregation: {mode: 802.3ad, options: {miimon: "100", lacp_rate: fast}, port: [eth2, eth3]}
@@ -49,7 +49,7 @@ interfaces:
   mtu: 9000
   mac-address: "02:00:00:00:00:01"
   ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}]}
-  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, address: [{ip: "fe80::1", prefix-length: 64}]}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, address: [{ip: "fe80::1", prefix-length: 64}]}
 - name: bond0
   type: bond
   state: up
@@ -100,6 +100,8 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"ipv6 auto-dns", func(s *State) { *iface(s, "eth1").IPv6.AutoDNS = true }, "eth1.ipv6.auto-dns"},
 		{"ipv6 auto-gateway", func(s *State) { *iface(s, "eth1").IPv6.AutoGateway = true }, "eth1.ipv6.auto-gateway"},
 		{"ipv6 auto-routes", func(s *State) { iface(s, "eth1").IPv6.AutoRoutes = nil }, "eth1.ipv6.auto-routes"},
+		{"ipv6 auto-route-metric", func(s *State) { *iface(s, "eth1").IPv6.AutoRouteMetric = 100 }, "eth1.ipv6.auto-route-metric: 100, want 48"},
+		{"ipv6 auto-route-metric not set", func(s *State) { iface(s, "eth1").IPv6.AutoRouteMetric = nil }, "eth1.ipv6.auto-route-metric"},
 		{"bond mode", func(s *State) { iface(s, "bond0").LinkAggregation.Mode = "active-backup" }, "bond0.link-aggregation.mode"},
 		{"bond option", func(s *State) { iface(s, "bond0").LinkAggregation.Options["miimon"] = "200" }, "bond0.link-aggregation.options.miimon"},
 		{"bond option missing", func(s *State) { delete(iface(s, "bond0").LinkAggregation.Options, "lacp_rate") }, "bond0.link-aggregation.options.lacp_rate"},

@@ -17,7 +17,8 @@ import (
 
 // DHCP on the fabric: Debian's dnsmasq serves eth2's link; eth3's link has no server. The
 // handler, as its own process, applies two DHCP policies created together: the one that
-// gets a lease is Available, the other fails alone, its interface named.
+// gets a lease is Available (its routes at the metric it asks for), the other fails alone,
+// its interface named.
 var _ = Describe("the handler with DHCP", Ordered, func() {
 	var n *processNode
 
@@ -55,7 +56,7 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 	AfterEach(func() { n.printOnFailure() })
 
 	It("a DHCP interface without a lease fails alone, named; the other policy is Available", func() {
-		n.create("served", `{"interfaces":[{"name":"eth2","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true}}]}`)
+		n.create("served", `{"interfaces":[{"name":"eth2","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true,"auto-gateway":false,"auto-route-metric":48}}]}`)
 		n.create("unserved", `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true}}]}`)
 		Eventually(n.enactment("unserved"), "60s").Should(SatisfyAll(HavePrefix("Failing"), ContainSubstring("eth3 (waiting for an IP address")))
 		Eventually(n.enactment("served"), "60s").Should(HavePrefix("Available"))
@@ -63,5 +64,9 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 		out, err := n.Run(context.Background(), "ip", "-4", "addr", "show", "eth2")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(SatisfyAll(ContainSubstring("198.51.100.1"), ContainSubstring("dynamic")), "eth2 holds its lease")
+		out, err = n.Run(context.Background(), "ip", "-4", "route", "show", "dev", "eth2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(SatisfyAll(MatchRegexp(`198\.51\.100\.0/24 .*metric 48`), Not(ContainSubstring("default"))),
+			"the lease's route at auto-route-metric, and no default route (auto-gateway: false)")
 	})
 })
