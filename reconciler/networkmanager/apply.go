@@ -201,6 +201,12 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
+	if desired, err = h.copyMACs(desired); err != nil {
+		return nil, err
+	}
+	if ordered, err = state.Order(desired); err != nil {
+		return nil, err
+	}
 	pl, err := h.plan(desired, ordered, opts.Prune)
 	if err != nil {
 		return nil, err

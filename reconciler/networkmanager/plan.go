@@ -444,3 +444,32 @@ func dnsOf(s settings, family string) bool {
 	search, _ := s[family]["dns-search"].Value().([]string)
 	return len(dnsServers(s, family)) > 0 || len(search) > 0
 }
+
+// copyMACs resolves copy-mac-from into mac-address: the named interface's permanent MAC
+// address (a port's current one may be its bond's), else its current one, as read now.
+// The desired state is otherwise unchanged, so verifying it checks the copied address.
+func (h *host) copyMACs(desired state.State) (state.State, error) {
+	var errs field.Errors
+	out := desired
+	out.Interfaces = slices.Clone(desired.Interfaces)
+	for i, it := range out.Interfaces {
+		if it.CopyMACFrom == nil || it.State == state.Absent {
+			continue
+		}
+		d, ok := h.devs[*it.CopyMACFrom]
+		mac := d.permMAC
+		if mac == "" || mac == "00:00:00:00:00:00" {
+			mac = d.mac
+		}
+		if !ok || !d.real || mac == "" {
+			errs = append(errs, &field.Error{Path: fmt.Sprintf("interfaces[name=%s].copy-mac-from", it.Name),
+				Reason: fmt.Sprintf("no interface %q with a MAC address on this node", *it.CopyMACFrom)})
+			continue
+		}
+		out.Interfaces[i].MACAddress = &mac
+	}
+	if len(errs) > 0 {
+		return desired, errs
+	}
+	return out, nil
+}

@@ -32,6 +32,8 @@ type device struct {
 	active dbus.ObjectPath
 	// profile is the settings path of the profile active on it, or "".
 	profile dbus.ObjectPath
+	// mac is its current MAC address; permMAC its permanent one, when the device has one.
+	mac, permMAC string
 	// real: the device exists in the kernel (NetworkManager keeps objects for devices its
 	// profiles could create).
 	real bool
@@ -75,6 +77,8 @@ func (o objects) devices() []device {
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
 		d.typ = deviceType[d.nmType]
 		d.real, _ = props["Real"].Value().(bool)
+		d.mac, _ = props["HwAddress"].Value().(string)
+		d.permMAC, _ = ifaces[nmdbus.WiredIface]["PermHwAddress"].Value().(string)
 		d.profile, _ = o[d.active][nmdbus.ActiveIface]["Connection"].Value().(dbus.ObjectPath)
 		flags, _ := o[d.active][nmdbus.ActiveIface]["StateFlags"].Value().(uint32)
 		d.external = flags&activeStateFlagExternal != 0

@@ -194,7 +194,7 @@ func (d *decoder) state(v any) State {
 	return s
 }
 
-var ifaceKeys = []string{"name", "type", "state", "description", "mtu", "mac-address", "ipv4", "ipv6", "lldp",
+var ifaceKeys = []string{"name", "type", "state", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp",
 	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth"}
 
 var unsupportedIface = map[string]string{
@@ -204,7 +204,6 @@ var unsupportedIface = map[string]string{
 	"ethernet":                 "ethernet settings (speed, duplex, sr-iov) are not applied yet",
 	"dispatch":                 "dispatch scripts are not supported",
 	"accept-all-mac-addresses": "not applied yet",
-	"copy-mac-from":            "not applied yet",
 	"controller":               "name the port in its controller's port list instead",
 	"profile-name":             "profile names are chosen by nmoverlay",
 	"identifier":               "matching interfaces by MAC address is not supported yet",
@@ -235,6 +234,10 @@ func (d *decoder) iface(path string, v any) Interface {
 	if v, ok := m["mac-address"]; ok {
 		s := d.str(join(path, "mac-address"), v)
 		it.MACAddress = &s
+	}
+	if v, ok := m["copy-mac-from"]; ok {
+		s := d.str(join(path, "copy-mac-from"), v)
+		it.CopyMACFrom = &s
 	}
 	if v, ok := m["ipv4"]; ok {
 		it.IPv4 = d.ip(join(path, "ipv4"), v, false)

@@ -55,9 +55,12 @@ type Interface struct {
 	Description *string        `json:"description,omitempty"`
 	MTU         *int           `json:"mtu,omitempty"`
 	MACAddress  *string        `json:"mac-address,omitempty"`
-	IPv4        *IPConfig      `json:"ipv4,omitempty"`
-	IPv6        *IPConfig      `json:"ipv6,omitempty"`
-	LLDP        *LLDP          `json:"lldp,omitempty"`
+	// CopyMACFrom names the interface whose MAC address this one takes, read when applied
+	// (br-ex takes its uplink's, so that DHCP leases and switch ports stay the same).
+	CopyMACFrom *string   `json:"copy-mac-from,omitempty"`
+	IPv4        *IPConfig `json:"ipv4,omitempty"`
+	IPv6        *IPConfig `json:"ipv6,omitempty"`
+	LLDP        *LLDP     `json:"lldp,omitempty"`
 
 	LinkAggregation *BondConfig    `json:"link-aggregation,omitempty"`
 	VLAN            *VLANConfig    `json:"vlan,omitempty"`

@@ -60,6 +60,16 @@ func Validate(s State) field.Errors {
 		if it.State == Absent {
 			continue
 		}
+		if from := it.CopyMACFrom; from != nil {
+			switch {
+			case it.MACAddress != nil:
+				fail(join(p, "copy-mac-from"), "give mac-address or copy-mac-from, not both")
+			case *from == it.Name:
+				fail(join(p, "copy-mac-from"), "%q is this interface", *from)
+			case checkIfname(*from) != "":
+				fail(join(p, "copy-mac-from"), "%q %s", *from, checkIfname(*from))
+			}
+		}
 		if it.MACAddress != nil {
 			if hw, err := net.ParseMAC(*it.MACAddress); err != nil || len(hw) != 6 {
 				fail(join(p, "mac-address"), "%q is not an Ethernet MAC address (xx:xx:xx:xx:xx:xx)", *it.MACAddress)

@@ -128,6 +128,41 @@ interfaces:
 			HaveField("Bridge.Port", ConsistOf(state.BridgePort{Name: "eth2"}, state.BridgePort{Name: "eth3"})))))
 	})
 
+	It("gives a bridge the MAC address of one of its ports (copy-mac-from), read when applied", func() {
+		mac := func(dev string) string {
+			out, err := n.ReadFile(ctx, "/sys/class/net/"+dev+"/address")
+			Expect(err).NotTo(HaveOccurred())
+			return strings.TrimSpace(out)
+		}
+		// The port whose address the bridge does not have already (a bridge takes its lowest).
+		port := "eth2"
+		if mac("br0") == mac("eth2") {
+			port = "eth3"
+		}
+		bridge := func(from string) string {
+			return `
+interfaces:
+- name: br0
+  type: linux-bridge
+  state: up
+  copy-mac-from: ` + from + `
+  ipv4: {enabled: true, address: [{ip: 192.0.2.129, prefix-length: 25}]}
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - name: eth2
+    - name: eth3
+`
+		}
+		before := keyfiles()
+		_, err := nm.Apply(ctx, parse(bridge("nosuch0")), networkmanager.ApplyOptions{})
+		Expect(err).To(MatchError(ContainSubstring(`interfaces[name=br0].copy-mac-from: no interface "nosuch0" with a MAC address on this node`)))
+		Expect(keyfiles()).To(Equal(before), "nothing applied")
+		applyCommit(bridge(port))
+		Expect(mac("br0")).To(Equal(mac(port)))
+		Expect(ip("link", "show", port)).To(ContainSubstring("master br0"))
+	})
+
 	It("creates a mac-vlan, a vxlan and a veth pair", func() {
 		applyCommit(`
 interfaces:

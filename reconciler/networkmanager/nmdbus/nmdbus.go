@@ -23,6 +23,7 @@ const (
 	SettingsIface   = "org.freedesktop.NetworkManager.Settings"
 	ConnIface       = "org.freedesktop.NetworkManager.Settings.Connection"
 	DeviceIface     = "org.freedesktop.NetworkManager.Device"
+	WiredIface      = "org.freedesktop.NetworkManager.Device.Wired"
 	ActiveIface     = "org.freedesktop.NetworkManager.Connection.Active"
 	CheckpointIface = "org.freedesktop.NetworkManager.Checkpoint"
 	IP4Iface        = "org.freedesktop.NetworkManager.IP4Config"
