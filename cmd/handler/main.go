@@ -18,10 +18,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -212,9 +211,6 @@ func newEngine(o options, nm *networkmanager.Client, layout overlay.Layout, dial
 			CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: connsAlive}
 }
 
-// forwardChanges passes NetworkManager's changes to the handler (netChanged) and a change
-// of the lower dir to the handler (wake); each also to the reporter (changes). It ends
-// when either source is closed.
 // connectNM connects to NetworkManager, waiting for one that restarts: `nm-overlay enable`
 // moves it onto the overlay right after this pod's init container installed the helper.
 func connectNM(ctx context.Context, bus string) (*networkmanager.Client, error) {
@@ -231,6 +227,9 @@ func connectNM(ctx context.Context, bus string) (*networkmanager.Client, error) 
 	return nm, err
 }
 
+// forwardChanges passes NetworkManager's changes to the handler (netChanged), and a change
+// of the lower dir or of the degraded marker to the handler (wake); each also to the
+// reporter (changes). It ends when a source is closed.
 func forwardChanges(nmChanges, lowerChanged, markerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
 	changes chan<- struct{}, nodeName, lowerDir string) {
 	wakeHandler := func() {

@@ -19,8 +19,7 @@ const DefaultSocket = "/run/openvswitch/db.sock"
 
 const database = "Open_vSwitch"
 
-// Client is one connection to ovsdb-server. Its methods may be called from one goroutine
-// at a time.
+// Client is one connection to ovsdb-server; its transactions run one at a time.
 type Client struct {
 	conn net.Conn
 	enc  *json.Encoder
@@ -48,6 +47,13 @@ type message struct {
 	ID     any             `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+// reply answers a request of the server's (echo): a response always carries its error.
+type reply struct {
+	Result json.RawMessage `json:"result"`
+	Error  any             `json:"error"`
+	ID     any             `json:"id"`
 }
 
 // opResult is one operation's outcome in a transact reply.
@@ -87,7 +93,7 @@ func (c *Client) transact(ctx context.Context, ops ...map[string]any) ([]opResul
 			return nil, fmt.Errorf("ovsdb transact: %w", err)
 		}
 		if m.Method == "echo" { // the server's keepalive: answered in kind
-			if err := c.enc.Encode(message{Result: m.Params, ID: m.ID}); err != nil {
+			if err := c.enc.Encode(reply{Result: m.Params, ID: m.ID}); err != nil {
 				return nil, err
 			}
 			continue
