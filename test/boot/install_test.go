@@ -239,9 +239,12 @@ spec:
 		GinkgoWriter.Printf("etcd restored and the API server back: %s\n", time.Since(start).Round(100*time.Millisecond))
 		Expect(c.Client.Get(ctx, client.ObjectKey{Name: later}, &nmstatev1.NodeNetworkConfigurationPolicy{})).To(Satisfy(apierrors.IsNotFound))
 		for _, n := range c.Nodes {
-			Eventually(func() string { return links(n) }, "90s", "250ms").Should(SatisfyAll(Not(ContainSubstring(laterBridge)), ContainSubstring(bridge+":")),
+			// The bridge back with its port (the port is attached after the bridge is up).
+			Eventually(func() string {
+				port, _ := n.Run(ctx, "ip", "-o", "link", "show", localcluster.SecondNIC)
+				return links(n) + port
+			}, "90s", "250ms").Should(SatisfyAll(Not(ContainSubstring(laterBridge)), ContainSubstring(bridge+":"), ContainSubstring("master "+bridge)),
 				"%s follows the restored API", n.Name)
-			Expect(run(n.Machine, "cat", "/sys/class/net/"+localcluster.SecondNIC+"/master/uevent")).To(ContainSubstring("INTERFACE=" + bridge))
 		}
 		for _, n := range c.Nodes {
 			// Applied again as a policy new to the node: a rollout slot, the apply, then Available.
