@@ -327,19 +327,6 @@ func (c *cluster) count(tb testing.TB, from, to time.Time) (handlers, controller
 	return handlers, controller
 }
 
-// procStatus reads a field (VmRSS, VmHWM) of a process's /proc status, in KiB.
-func procStatus(pid int, field string) float64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, field+":") {
-			var kb float64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, field+":")), "%f", &kb)
-			return kb
-		}
-	}
-	return 0
-}
-
 // idleWindow is how long a converged cluster is watched for requests it should not make.
 const idleWindow = 30 * time.Second
 
@@ -381,7 +368,7 @@ func BenchmarkAPILoad(b *testing.B) {
 				fmt.Printf("    handlers: %d requests, %d writes (%d events), %d watches; controller: %d requests, %d writes, %d conflicts; "+
 					"idle controller: %d requests, %d writes (lease renewals); controller RSS %.1f MiB, peak %.1f MiB\n",
 					h.requests, h.writes, h.events, h.watches, ctl.requests, ctl.writes, ctl.conflicts, ictl.requests, ictl.writes,
-					procStatus(pid, "VmRSS")/1024, procStatus(pid, "VmHWM")/1024)
+					kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024)
 				if restarts > 0 {
 					fmt.Printf("    the controller lost its lease %d times on the loaded API server and was started again\n", restarts)
 				}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
 
@@ -283,9 +285,9 @@ func componentUsage() map[string]usage {
 		if cmd != "/handler" && cmd != "/controller" && cmd != "/operator" {
 			continue
 		}
-		stat, err1 := os.ReadFile(dir + "/stat")
-		status, err2 := os.ReadFile(dir + "/status")
-		if err1 != nil || err2 != nil {
+		stat, err := os.ReadFile(dir + "/stat")
+		pid, perr := strconv.Atoi(filepath.Base(dir))
+		if err != nil || perr != nil {
 			continue
 		}
 		// Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
@@ -296,13 +298,7 @@ func componentUsage() map[string]usage {
 		u := out[cmd]
 		u.processes++
 		u.cpu += (utime + stime) / clockTicks
-		for _, line := range strings.Split(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				var kib int
-				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
-				u.rssKiB += kib
-			}
-		}
+		u.rssKiB += int(kit.ProcStatusKiB(pid, "VmRSS"))
 		out[cmd] = u
 	}
 	return out

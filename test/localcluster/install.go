@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -180,19 +179,14 @@ func (c *Cluster) ApplyMachineConfigFile(ctx context.Context, n *Node, file stri
 	if err != nil {
 		return err
 	}
-	mc := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &mc.Object); err != nil {
+	var mc machineconfigs.MachineConfig
+	if err := yaml.Unmarshal(b, &mc); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	config, ok, err := unstructured.NestedMap(mc.Object, "spec", "config")
-	if err != nil || !ok || mc.GetKind() != "MachineConfig" {
-		return fmt.Errorf("%s: not a MachineConfig with spec.config (%v)", file, err)
+	if mc.Kind != machineconfigs.Kind || len(mc.Spec.Config) == 0 {
+		return fmt.Errorf("%s: not a MachineConfig with spec.config", file)
 	}
-	ign, err := json.Marshal(config)
-	if err != nil {
-		return err
-	}
-	if err := machineconfigs.ApplyIgnition(n.Root, ign); err != nil {
+	if err := machineconfigs.ApplyIgnition(n.Root, mc.Spec.Config); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return c.Reboot(ctx, n)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,24 +18,13 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
 // Upstream kubernetes-nmstate's handler, FIELD-NOTES section 6: about 56 MiB RSS with no
 // real interfaces; its DaemonSet requests 100 MiB.
 const peerHandlerRSSMiB, peerHandlerRequestMiB = 56.0, 100.0
-
-// procKiB reads a field (VmRSS, VmHWM) of a process's /proc status, in KiB.
-func procKiB(pid int, field string) float64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, field+":") {
-			kb, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(l, field+":"))[0], 64)
-			return kb
-		}
-	}
-	return 0
-}
 
 // BenchmarkHandlerRSS200: the handler process's memory in steady state on a node with 200
 // interfaces, after applying a policy and reporting the node's state, next to the node's
@@ -74,9 +62,9 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	}, func() string { l, _ := os.ReadFile(filepath.Join(dir, "handler.log")); return string(l) })
 	time.Sleep(15 * time.Second) // steady state: nothing left to do
 	pid := proc.Process.Pid
-	rss, hwm, nmRSS := procKiB(pid, "VmRSS")/1024, procKiB(pid, "VmHWM")/1024, procKiB(n.NMPID(), "VmRSS")/1024
+	rss, hwm, nmRSS := kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
 	fmt.Printf("handler process, steady state on a node with 200 interfaces (one policy applied, state reported): RSS %.1f MiB (%.1f MiB anonymous, %.1f MiB of the binary and files), peak %.1f MiB\n",
-		rss, procKiB(pid, "RssAnon")/1024, procKiB(pid, "RssFile")/1024, hwm)
+		rss, kit.ProcStatusKiB(pid, "RssAnon")/1024, kit.ProcStatusKiB(pid, "RssFile")/1024, hwm)
 	fmt.Printf("  same node's NetworkManager: RSS %.1f MiB (handler/NetworkManager %.2fx)\n", nmRSS, rss/nmRSS)
 	fmt.Printf("  peer: upstream kubernetes-nmstate handler %.0f MiB RSS with no real interfaces (FIELD-NOTES section 6; %.2fx), requests %.0f MiB\n",
 		peerHandlerRSSMiB, rss/peerHandlerRSSMiB, peerHandlerRequestMiB)

@@ -21,6 +21,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -104,9 +105,9 @@ func BenchmarkScale(b *testing.B) {
 	waitUntil(b, 10*time.Minute, available("scale-500"), diag)
 	applyTime := time.Since(start)
 	pid := proc.Process.Pid
-	rss, hwm := procKiB(pid, "VmRSS")/1024, procKiB(pid, "VmHWM")/1024
+	rss, hwm := kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024
 	fmt.Printf("policy with %d interfaces, one transaction: Available %.1fs after it was created; handler RSS %.1f MiB, peak %.1f MiB; NetworkManager RSS %.1f MiB\n",
-		policyIfaces, applyTime.Seconds(), rss, hwm, procKiB(n.NMPID(), "VmRSS")/1024)
+		policyIfaces, applyTime.Seconds(), rss, hwm, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024)
 
 	// The NodeNetworkState, once it shows the addresses.
 	var nns v1beta1.NodeNetworkState
