@@ -133,9 +133,13 @@ spec:
 	It("creates the cluster side and the policy before any handler exists: the policy waits, nothing is applied", func() {
 		_, err := c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-f", filepath.Join(dir, "manifests"))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = c.Kubectl(ctx, os.Getenv("KUBECTL"), "wait", "--for", "condition=Established", "--timeout", "60s",
-			"crd/nodenetworkconfigurationpolicies.nmstate.io", "crd/nmstates.nmstate.io")
-		Expect(err).NotTo(HaveOccurred())
+		// kubectl wait fails at once, instead of waiting, on a CRD whose status has no
+		// conditions yet (right after its creation): asked again until it answers.
+		Eventually(func() error {
+			_, err := c.Kubectl(ctx, os.Getenv("KUBECTL"), "wait", "--for", "condition=Established", "--timeout", "60s",
+				"crd/nodenetworkconfigurationpolicies.nmstate.io", "crd/nmstates.nmstate.io")
+			return err
+		}, "60s", "500ms").Should(Succeed())
 		_, err = c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-f", file("openshift", "99_nmoverlay_2_policy_"+policy+".yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c.WaitOperator(ctx, w)).To(Succeed())
