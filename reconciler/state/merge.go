@@ -64,6 +64,7 @@ func Merge(sources []Source) (Merged, error) {
 	routeOwner := m.mergeRoutes(sorted)
 	conflicts = append(conflicts, m.removedRouteConflicts(routeOwner)...)
 	conflicts = append(conflicts, m.mergeDNS(sorted)...)
+	conflicts = append(conflicts, m.mergeOVN(sorted)...)
 
 	if m.State.DNSResolver != nil {
 		m.State.DNSResolver.Interfaces = namedBy(sorted, m.Owners["dns-resolver"])
@@ -96,30 +97,31 @@ func (m *Merged) mergeInterfaces(sorted []Source) (Conflicts, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := fields[it.Name]; !ok {
-				fields[it.Name], fieldOwner[it.Name] = map[string]json.RawMessage{}, map[string]string{}
-				names = append(names, it.Name)
+			key := it.Key()
+			if _, ok := fields[key]; !ok {
+				fields[key], fieldOwner[key] = map[string]json.RawMessage{}, map[string]string{}
+				names = append(names, key)
 			}
-			m.Owners[it.Name] = appendOnce(m.Owners[it.Name], src.Policy)
+			m.Owners[key] = appendOnce(m.Owners[key], src.Policy)
 			keys := make([]string, 0, len(f))
 			for k := range f {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				prev, ok := fields[it.Name][k]
+				prev, ok := fields[key][k]
 				switch {
 				case !ok:
-					fields[it.Name][k], fieldOwner[it.Name][k] = f[k], src.Policy
+					fields[key][k], fieldOwner[key][k] = f[k], src.Policy
 				case !bytes.Equal(prev, f[k]):
-					reason := fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[it.Name][k], prev, src.Policy, f[k])
+					reason := fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[key][k], prev, src.Policy, f[k])
 					if k == "state" && (string(prev) == `"absent"` || string(f[k]) == `"absent"`) {
 						reason += undoHint
 					}
 					conflicts = append(conflicts, &Conflict{
-						Path:     fmt.Sprintf("interfaces[name=%s].%s", it.Name, k),
+						Path:     fmt.Sprintf("interfaces[name=%s].%s", key, k),
 						Reason:   reason,
-						Policies: []string{fieldOwner[it.Name][k], src.Policy},
+						Policies: []string{fieldOwner[key][k], src.Policy},
 					})
 				}
 			}
@@ -237,6 +239,57 @@ func (m *Merged) mergeDNS(sorted []Source) Conflicts {
 	return conflicts
 }
 
+// mergeOVN sets m's bridge mappings to the union of the sources', by localnet: a localnet
+// that two policies map differently, or that one maps and another removes, is a conflict.
+func (m *Merged) mergeOVN(sorted []Source) Conflicts {
+	var conflicts Conflicts
+	owner := map[string]string{}
+	byLocalnet := map[string]int{}
+	for _, src := range sorted {
+		if src.State.OVN == nil {
+			continue
+		}
+		for _, bm := range src.State.OVN.BridgeMappings {
+			if m.State.OVN == nil {
+				m.State.OVN = &OVN{}
+			}
+			m.Owners["ovn"] = appendOnce(m.Owners["ovn"], src.Policy)
+			norm := bm // compared by what it does: present is the default, an absent one's bridge does not matter
+			if norm.State == "present" {
+				norm.State = ""
+			}
+			if norm.Absent() {
+				norm.Bridge = ""
+			}
+			i, seen := byLocalnet[bm.Localnet]
+			if !seen {
+				byLocalnet[bm.Localnet], owner[bm.Localnet] = len(m.State.OVN.BridgeMappings), src.Policy
+				m.State.OVN.BridgeMappings = append(m.State.OVN.BridgeMappings, norm)
+				continue
+			}
+			if prev := m.State.OVN.BridgeMappings[i]; prev != norm {
+				reason := fmt.Sprintf("policy %q maps it to %s, policy %q to %s", owner[bm.Localnet], mappingText(prev), src.Policy, mappingText(norm))
+				if prev.Absent() != norm.Absent() {
+					reason += undoHint
+				}
+				conflicts = append(conflicts, &Conflict{
+					Path:     "ovn.bridge-mappings[localnet=" + bm.Localnet + "]",
+					Reason:   reason,
+					Policies: []string{owner[bm.Localnet], src.Policy},
+				})
+			}
+		}
+	}
+	return conflicts
+}
+
+func mappingText(m BridgeMapping) string {
+	if m.Absent() {
+		return "nothing (state: absent)"
+	}
+	return strconv.Quote(m.Bridge)
+}
+
 // undoHint: nmoverlay applies a node's policies together where kubernetes-nmstate applies
 // them one after another, so a clean-up policy cannot undo a policy that is still there.
 const undoHint = "; a node's policies apply together here, so a policy cannot undo another that still exists: " +
@@ -250,7 +303,7 @@ func (m Merged) attribute(e *field.Error) *Conflict {
 	named := func(s string) string {
 		return ifaceIndex.ReplaceAllStringFunc(s, func(match string) string {
 			i, _ := strconv.Atoi(ifaceIndex.FindStringSubmatch(match)[1])
-			return "interfaces[name=" + m.State.Interfaces[i].Name + "]"
+			return "interfaces[name=" + m.State.Interfaces[i].Key() + "]"
 		})
 	}
 	c := &Conflict{Path: named(e.Path), Reason: named(e.Reason)}

@@ -235,3 +235,54 @@ func TestOrderPortBuiltOnItsController(t *testing.T) {
 		t.Errorf("a VLAN on a bridge: %v", err)
 	}
 }
+
+func TestMergeOVS(t *testing.T) {
+	// br-ex and its internal interface are two interfaces of one name; a second policy
+	// describes the bridge only.
+	a := Source{"br-ex", mustParse(t, brExDoc)}
+	b := Source{"snooping", mustParse(t, `interfaces: [{name: br-ex, type: ovs-bridge, description: uplink bridge}]`)}
+	m, err := Merge([]Source{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(m.State.Interfaces); got != "enp2s0 br-ex br-ex" {
+		t.Errorf("interfaces: %s", got)
+	}
+	br := m.State.Interfaces[1]
+	if br.Type != OVSBridge || *br.Description != "uplink bridge" || !*br.Bridge.Options.MCastSnoopingEnable {
+		t.Errorf("bridge not merged: %+v", br)
+	}
+	if iface := m.State.Interfaces[2]; iface.Type != OVSInterface || iface.Description != nil {
+		t.Errorf("the bridge's description went to its interface: %+v", iface)
+	}
+	if got := strings.Join(m.Owners["br-ex,type=ovs-bridge"], ","); got != "br-ex,snooping" {
+		t.Errorf("owners of the bridge: %s", got)
+	}
+	if got := strings.Join(m.Owners["br-ex"], ","); got != "br-ex" {
+		t.Errorf("owners of the interface: %s", got)
+	}
+
+	// Mappings: a union by localnet; one localnet mapped twice differently, or mapped by
+	// one policy and removed by another, is a conflict naming both.
+	for _, tc := range []struct{ x, y, reason string }{
+		{`ovn: {bridge-mappings: [{localnet: net1, bridge: br1}]}`, `ovn: {bridge-mappings: [{localnet: net1, bridge: br2}]}`, `maps it to "br1", policy "y" to "br2"`},
+		{`ovn: {bridge-mappings: [{localnet: net1, bridge: br1}]}`, `ovn: {bridge-mappings: [{localnet: net1, state: absent}]}`, "cannot undo another"},
+	} {
+		_, err := Merge([]Source{{"x", mustParse(t, tc.x)}, {"y", mustParse(t, tc.y)}})
+		var c Conflicts
+		if !errors.As(err, &c) || c[0].Path != "ovn.bridge-mappings[localnet=net1]" || !strings.Contains(c[0].Reason, tc.reason) || !slices.Equal(c[0].Policies, []string{"x", "y"}) {
+			t.Errorf("%s + %s: %v", tc.x, tc.y, err)
+		}
+	}
+	m, err = Merge([]Source{
+		{"x", mustParse(t, `ovn: {bridge-mappings: [{localnet: net1, bridge: br1, state: present}, {localnet: old, state: absent}]}`)},
+		{"y", mustParse(t, `ovn: {bridge-mappings: [{localnet: net1, bridge: br1}, {localnet: net2, bridge: br2}, {localnet: old, bridge: br9, state: absent}]}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []BridgeMapping{{"net1", "br1", ""}, {"old", "", "absent"}, {"net2", "br2", ""}}
+	if !slices.Equal(m.State.OVN.BridgeMappings, want) || strings.Join(m.Owners["ovn"], ",") != "x,y" {
+		t.Errorf("mappings %+v owners %v", m.State.OVN.BridgeMappings, m.Owners["ovn"])
+	}
+}

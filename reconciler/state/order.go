@@ -11,9 +11,9 @@ import (
 // base interface, a port after its controller, a VRF before its ports). Ties go by name, so
 // the order depends on the state alone, never on policy names.
 func Order(s State) ([]Interface, error) {
-	byName := map[string]Interface{}
+	byKey := map[string]Interface{}
 	for _, it := range s.Interfaces {
-		byName[it.Name] = it
+		byKey[it.Key()] = it
 	}
 	// deps[x] are the interfaces x needs before it exists.
 	deps := map[string][]string{}
@@ -31,7 +31,7 @@ func Order(s State) ([]Interface, error) {
 			deps[it.Name] = append(deps[it.Name], b)
 		}
 		for _, port := range it.portNames() {
-			deps[port] = append(deps[port], it.Name)
+			deps[port] = append(deps[port], it.Key()) // br-ex's internal interface after the bridge br-ex
 		}
 	}
 	// A port built on its own controller (a VLAN of br0 that is also br0's port) orders
@@ -45,7 +45,7 @@ func Order(s State) ([]Interface, error) {
 			seen := map[string]bool{}
 			for b, ok := base[port]; ok && !seen[b]; b, ok = base[b] {
 				seen[b] = true
-				if b == it.Name {
+				if b == it.Key() {
 					return nil, fmt.Errorf("interfaces %s, %s depend on each other in a cycle: %s is built on %s and is also its port", it.Name, port, port, it.Name)
 				}
 			}
@@ -54,9 +54,9 @@ func Order(s State) ([]Interface, error) {
 	var present, absent []string
 	for _, it := range s.Interfaces {
 		if it.State == Absent {
-			absent = append(absent, it.Name)
+			absent = append(absent, it.Key())
 		} else {
-			present = append(present, it.Name)
+			present = append(present, it.Key())
 		}
 	}
 	removeOrder, err := topo(absent, deps)
@@ -73,7 +73,7 @@ func Order(s State) ([]Interface, error) {
 	}
 	out := make([]Interface, 0, len(s.Interfaces))
 	for _, n := range append(removeOrder, applyOrder...) {
-		out = append(out, byName[n])
+		out = append(out, byKey[n])
 	}
 	return out, nil
 }

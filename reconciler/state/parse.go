@@ -166,8 +166,7 @@ func (d *decoder) strings(path string, v any) []string {
 var unsupportedTop = map[string]string{
 	"route-rules": "policy routing rules are not applied yet",
 	"hostname":    "the hostname is not network state nmoverlay manages",
-	"ovs-db":      "Open vSwitch is not supported",
-	"ovn":         "OVN bridge mappings are not supported",
+	"ovs-db":      "global Open vSwitch database settings are not applied yet",
 	"dispatch":    "dispatch scripts are not supported",
 }
 
@@ -176,7 +175,7 @@ func (d *decoder) state(v any) State {
 	if v == nil {
 		return s
 	}
-	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "dns-resolver"}, unsupportedTop)
+	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "dns-resolver", "ovn"}, unsupportedTop)
 	if !ok {
 		return s
 	}
@@ -191,15 +190,48 @@ func (d *decoder) state(v any) State {
 	if v, ok := m["dns-resolver"]; ok {
 		s.DNSResolver = d.dns(v)
 	}
+	if v, ok := m["ovn"]; ok {
+		s.OVN = d.ovn(v)
+	}
 	return s
 }
 
+func (d *decoder) ovn(v any) *OVN {
+	m, ok := d.object("ovn", v, []string{"bridge-mappings"}, nil)
+	if !ok {
+		return nil
+	}
+	o := &OVN{}
+	if v, ok := m["bridge-mappings"]; ok {
+		for i, e := range d.list("ovn.bridge-mappings", v) {
+			p := index("ovn.bridge-mappings", i)
+			em, ok := d.object(p, e, []string{"localnet", "bridge", "state"}, nil)
+			if !ok {
+				continue
+			}
+			bm := BridgeMapping{Localnet: d.requiredStr(p, em, "localnet")}
+			if v, ok := em["bridge"]; ok {
+				bm.Bridge = d.str(join(p, "bridge"), v)
+			}
+			if v, ok := em["state"]; ok {
+				bm.State = d.str(join(p, "state"), v)
+				if bm.State != "present" && bm.State != "absent" {
+					d.fail(join(p, "state"), "%q is not present or absent", bm.State)
+				}
+			}
+			o.BridgeMappings = append(o.BridgeMappings, bm)
+		}
+	}
+	return o
+}
+
 var ifaceKeys = []string{"name", "type", "state", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp",
-	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth"}
+	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth", "patch"}
 
 var unsupportedIface = map[string]string{
 	"ethtool":                  "ethtool settings are not applied yet",
-	"ovs-db":                   "Open vSwitch is not supported",
+	"ovs-db":                   "Open vSwitch external_ids and other_config are not applied yet",
+	"dpdk":                     "DPDK interfaces are not supported",
 	"802.1x":                   "802.1X is not supported",
 	"ethernet":                 "ethernet settings (speed, duplex, sr-iov) are not applied yet",
 	"dispatch":                 "dispatch scripts are not supported",
@@ -292,7 +324,7 @@ func (d *decoder) ifaceSections(path string, m map[string]any, it *Interface) {
 		it.VLAN = d.vlan(join(path, "vlan"), v)
 	}
 	if v, ok := m["bridge"]; ok {
-		it.Bridge = d.bridge(join(path, "bridge"), v)
+		it.Bridge = d.bridge(join(path, "bridge"), v, it.Type == OVSBridge)
 	}
 	if v, ok := m["vrf"]; ok {
 		it.VRF = d.vrf(join(path, "vrf"), v)
@@ -305,6 +337,11 @@ func (d *decoder) ifaceSections(path string, m map[string]any, it *Interface) {
 	}
 	if v, ok := m["veth"]; ok {
 		it.Veth = d.veth(join(path, "veth"), v)
+	}
+	if v, ok := m["patch"]; ok {
+		if pm, ok := d.object(join(path, "patch"), v, []string{"peer"}, nil); ok {
+			it.Patch = &OVSPatch{Peer: d.requiredStr(join(path, "patch"), pm, "peer")}
+		}
 	}
 }
 
@@ -455,40 +492,88 @@ func (d *decoder) vlan(path string, v any) *VLANConfig {
 	return &VLANConfig{ID: d.requiredInt(path, m, "id", 1, 4094), BaseIface: d.requiredStr(path, m, "base-iface")}
 }
 
-func (d *decoder) bridge(path string, v any) *BridgeConfig {
-	m, ok := d.object(path, v, []string{"options", "port", "ports"}, nil)
+// bridge reads a bridge section: a Linux bridge's, or an OVS bridge's (ovs), whose
+// options and ports differ.
+func (d *decoder) bridge(path string, v any, ovs bool) *BridgeConfig {
+	keys := []string{"options", "port", "ports"}
+	if ovs {
+		keys = append(keys, "allow-extra-patch-ports")
+	}
+	m, ok := d.object(path, v, keys, nil)
 	if !ok {
 		return nil
 	}
 	b := &BridgeConfig{Port: []BridgePort{}}
+	if v, ok := m["allow-extra-patch-ports"]; ok {
+		b.AllowExtraPatchPorts = d.boolean(join(path, "allow-extra-patch-ports"), v)
+	}
 	if v, ok := m["options"]; ok {
-		om, ok := d.object(join(path, "options"), v, []string{"stp"}, map[string]string{
-			"group-forward-mask": "not applied yet", "mac-ageing-time": "not applied yet", "multicast-snooping": "not applied yet",
-			"vlan-protocol": "not applied yet", "hash-max": "not applied yet", "group-addr": "not applied yet"})
-		if ok {
-			b.Options = &BridgeOptions{}
-			if v, ok := om["stp"]; ok {
-				sp := join(path, "options.stp")
-				if sm, ok := d.object(sp, v, []string{"enabled"}, map[string]string{"forward-delay": "not applied yet", "hello-time": "not applied yet", "max-age": "not applied yet", "priority": "not applied yet"}); ok {
-					b.Options.STP = &STP{}
-					if v, ok := sm["enabled"]; ok {
-						b.Options.STP.Enabled = d.boolean(join(sp, "enabled"), v)
-					}
-				}
-			}
-		}
+		b.Options = d.bridgeOptions(join(path, "options"), v, ovs)
 	}
 	if key, pv, ok := d.portList(path, m); ok {
 		for i, e := range d.list(join(path, key), pv) {
-			b.Port = append(b.Port, d.bridgePort(index(join(path, key), i), e))
+			b.Port = append(b.Port, d.bridgePort(index(join(path, key), i), e, ovs))
 		}
 	}
 	return b
 }
 
-func (d *decoder) bridgePort(path string, v any) BridgePort {
+func (d *decoder) bridgeOptions(path string, v any, ovs bool) *BridgeOptions {
+	keys := []string{"stp"}
+	unsupported := map[string]string{
+		"group-forward-mask": "not applied yet", "mac-ageing-time": "not applied yet", "multicast-snooping": "not applied yet",
+		"vlan-protocol": "not applied yet", "hash-max": "not applied yet", "group-addr": "not applied yet"}
+	if ovs {
+		keys = append(keys, "rstp", "mcast-snooping-enable", "fail-mode", "datapath")
+		unsupported = nil
+	}
+	om, ok := d.object(path, v, keys, unsupported)
+	if !ok {
+		return nil
+	}
+	o := &BridgeOptions{}
+	if v, ok := om["stp"]; ok {
+		sp := join(path, "stp")
+		if b, isBool := v.(bool); isBool && ovs {
+			o.STP = &STP{Enabled: &b} // an OVS bridge's stp may be a boolean (nmstate 1's form)
+		} else if sm, ok := d.object(sp, v, []string{"enabled"}, map[string]string{"forward-delay": "not applied yet", "hello-time": "not applied yet", "max-age": "not applied yet", "priority": "not applied yet"}); ok {
+			o.STP = &STP{}
+			if v, ok := sm["enabled"]; ok {
+				o.STP.Enabled = d.boolean(join(sp, "enabled"), v)
+			}
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst **bool
+	}{{"rstp", &o.RSTP}, {"mcast-snooping-enable", &o.MCastSnoopingEnable}} {
+		if v, ok := om[f.key]; ok {
+			*f.dst = d.boolean(join(path, f.key), v)
+		}
+	}
+	for _, f := range []struct {
+		key   string
+		dst   **string
+		known []string
+	}{{"fail-mode", &o.FailMode, OVSFailModes}, {"datapath", &o.Datapath, OVSDatapaths}} {
+		if v, ok := om[f.key]; ok {
+			s := d.str(join(path, f.key), v)
+			if !slices.Contains(f.known, s) {
+				d.fail(join(path, f.key), "%q is not one of %s", s, strings.Join(f.known, ", "))
+			}
+			*f.dst = &s
+		}
+	}
+	return o
+}
+
+func (d *decoder) bridgePort(path string, v any, ovs bool) BridgePort {
 	var p BridgePort
-	m, ok := d.object(path, v, []string{"name", "vlan"}, map[string]string{"stp-hairpin-mode": "not applied yet", "stp-path-cost": "not applied yet", "stp-priority": "not applied yet"})
+	unsupported := map[string]string{"stp-hairpin-mode": "not applied yet", "stp-path-cost": "not applied yet", "stp-priority": "not applied yet"}
+	if ovs {
+		unsupported = map[string]string{"link-aggregation": "OVS bonds are not supported yet"}
+	}
+	m, ok := d.object(path, v, []string{"name", "vlan"}, unsupported)
 	if !ok {
 		return p
 	}

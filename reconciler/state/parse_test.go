@@ -225,7 +225,20 @@ var invalidDocs = []struct {
 	{"name with slash", "interfaces: [{name: a/b, type: dummy}]", "interfaces[0].name", "contains '/'"},
 	{"duplicate name", "interfaces: [{name: eth1, type: ethernet}, {name: eth1, type: ethernet}]", "interfaces[1].name", "also interfaces[0]"},
 	{"unknown type", "interfaces: [{name: x, type: etherent}]", "interfaces[0].type", "unknown interface type"},
-	{"unsupported type", "interfaces: [{name: br-ex, type: ovs-bridge}]", "interfaces[0].type", "not supported by nmoverlay"},
+	{"unsupported type", "interfaces: [{name: ib0, type: infiniband}]", "interfaces[0].type", "not supported by nmoverlay"},
+	{"ovs bond", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: balance-slb}}]}}]", "interfaces[0].bridge.port[0].link-aggregation", "OVS bonds"},
+	{"dpdk", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: d0}]}}, {name: d0, type: ovs-interface, dpdk: {devargs: '0000:00:01.0'}}]", "interfaces[1].dpdk", "DPDK"},
+	{"ovs fail-mode", "interfaces: [{name: br1, type: ovs-bridge, bridge: {options: {fail-mode: open}, port: [{name: eth1}]}}]", "interfaces[0].bridge.options.fail-mode", "not one of secure, standalone"},
+	{"ovs option on a linux bridge", "interfaces: [{name: br1, type: linux-bridge, bridge: {options: {mcast-snooping-enable: true}}}]", "interfaces[0].bridge.options.mcast-snooping-enable", "unknown field"},
+	{"ovs bridge address", "interfaces: [{name: br1, type: ovs-bridge, ipv4: {enabled: true, dhcp: true}, bridge: {port: [{name: eth1}]}}]", "interfaces[0].ipv4", "no IP configuration of its own"},
+	{"ovs bridge mtu", "interfaces: [{name: br1, type: ovs-bridge, mtu: 9000, bridge: {port: [{name: eth1}]}}]", "interfaces[0].mtu", "not a kernel interface"},
+	{"ovs-interface without bridge", "interfaces: [{name: ovs0, type: ovs-interface, ipv4: {enabled: true, dhcp: true}}]", "interfaces[0].name", "no OVS bridge's port"},
+	{"two ovs bridges of one name", "interfaces: [{name: br1, type: ovs-bridge}, {name: br1, type: ovs-bridge}]", "interfaces[1].name", "also interfaces[0]"},
+	{"patch on ethernet", "interfaces: [{name: eth1, type: ethernet, patch: {peer: p1}}]", "interfaces[0].patch", "only for type ovs-interface"},
+	{"mapping without bridge", "ovn: {bridge-mappings: [{localnet: net1}]}", "ovn.bridge-mappings[0].bridge", "required"},
+	{"mapping localnet comma", "ovn: {bridge-mappings: [{localnet: 'a,b', bridge: br1}]}", "ovn.bridge-mappings[0].localnet", "not a localnet network name"},
+	{"mapping state", "ovn: {bridge-mappings: [{localnet: net1, bridge: br1, state: up}]}", "ovn.bridge-mappings[0].state", "not present or absent"},
+	{"mapping twice", "ovn: {bridge-mappings: [{localnet: net1, bridge: br1}, {localnet: net1, bridge: br2}]}", "ovn.bridge-mappings[1].localnet", "map each localnet once"},
 	{"bad state", "interfaces: [{name: eth1, type: ethernet, state: enabled}]", "interfaces[0].state", "not one of up, down, absent"},
 	{"typo in key", "interfaces: [{name: eth1, type: ethernet, ipv4: {adress: []}}]", "interfaces[0].ipv4.adress", "unknown field"},
 	{"mtu string", "interfaces: [{name: eth1, type: ethernet, mtu: big}]", "interfaces[0].mtu", "must be an integer"},
@@ -274,6 +287,105 @@ var invalidDocs = []struct {
 	{"dns search", "dns-resolver: {config: {search: ['a b']}}", "dns-resolver.config.search[0]", "not a domain name"},
 }
 
+// The OpenShift documentation's OVS policies, as written there
+// (modules/configuring-localnet-switched-topology.adoc,
+// modules/creating-manifest-file-customized-br-ex-bridge.adoc).
+const (
+	localnetDoc = `
+interfaces:
+- name: ovs-br1
+  description: |-
+    A dedicated OVS bridge with eth1 as a port
+    allowing all VLANs and untagged traffic
+  type: ovs-bridge
+  state: up
+  bridge:
+    allow-extra-patch-ports: true
+    options:
+      stp: false
+      mcast-snooping-enable: true
+    port:
+    - name: eth1
+ovn:
+  bridge-mappings:
+  - localnet: localnet2
+    bridge: ovs-br1
+    state: present
+`
+	brExDoc = `
+interfaces:
+- name: enp2s0
+  type: ethernet
+  state: up
+  ipv4:
+    enabled: false
+  ipv6:
+    enabled: false
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  ipv4:
+    enabled: false
+    dhcp: false
+  ipv6:
+    enabled: false
+    dhcp: false
+  bridge:
+    options:
+      mcast-snooping-enable: true
+    port:
+    - name: enp2s0
+    - name: br-ex
+- name: br-ex
+  type: ovs-interface
+  state: up
+  copy-mac-from: enp2s0
+  ipv4:
+    enabled: true
+    dhcp: true
+    auto-route-metric: 48
+  ipv6:
+    enabled: true
+    dhcp: true
+    auto-route-metric: 48
+`
+)
+
+func TestParseOVSDocs(t *testing.T) {
+	s, err := Parse([]byte(localnetDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := s.Interfaces[0]
+	if br.Type != OVSBridge || br.Key() != "ovs-br1,type=ovs-bridge" || !*br.Bridge.AllowExtraPatchPorts ||
+		*br.Bridge.Options.STP.Enabled || !*br.Bridge.Options.MCastSnoopingEnable || br.Bridge.Port[0].Name != "eth1" {
+		t.Errorf("localnet bridge: %+v %+v", br, br.Bridge)
+	}
+	if s.OVN == nil || len(s.OVN.BridgeMappings) != 1 || s.OVN.BridgeMappings[0] != (BridgeMapping{"localnet2", "ovs-br1", "present"}) {
+		t.Errorf("mappings: %+v", s.OVN)
+	}
+
+	s, err = Parse([]byte(brExDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordered, err := Order(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range ordered {
+		keys = append(keys, it.Key())
+	}
+	// The bridge first, then its ports: the uplink and the internal interface of its name.
+	if strings.Join(keys, " ") != "br-ex,type=ovs-bridge br-ex enp2s0" {
+		t.Errorf("order: %v", keys)
+	}
+	if iface := ordered[1]; iface.Type != OVSInterface || *iface.CopyMACFrom != "enp2s0" || *iface.IPv4.AutoRouteMetric != 48 {
+		t.Errorf("br-ex interface: %+v", iface)
+	}
+}
+
 func TestParseInvalid(t *testing.T) {
 	if len(invalidDocs) < 30 {
 		t.Fatalf("only %d invalid documents", len(invalidDocs))
@@ -285,7 +397,7 @@ func TestParseInvalid(t *testing.T) {
 			if !errors.As(err, &errs) {
 				t.Fatalf("want field errors, got %v", err)
 			}
-			if len(s.Interfaces) != 0 || s.Routes != nil || s.DNSResolver != nil {
+			if len(s.Interfaces) != 0 || s.Routes != nil || s.DNSResolver != nil || s.OVN != nil {
 				t.Errorf("a rejected document must yield nothing to apply, got %+v", s)
 			}
 			for _, e := range errs {

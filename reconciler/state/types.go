@@ -12,7 +12,25 @@ type State struct {
 	Interfaces  []Interface  `json:"interfaces,omitempty"`
 	Routes      *Routes      `json:"routes,omitempty"`
 	DNSResolver *DNSResolver `json:"dns-resolver,omitempty"`
+	OVN         *OVN         `json:"ovn,omitempty"`
 }
+
+// OVN is the ovn section: OVN's bridge mappings, which live in Open vSwitch's database
+// (the Open_vSwitch row's external_ids), not in NetworkManager.
+type OVN struct {
+	BridgeMappings []BridgeMapping `json:"bridge-mappings,omitempty"`
+}
+
+// BridgeMapping maps an OVN localnet network to the OVS bridge that carries it. State
+// absent removes the mapping.
+type BridgeMapping struct {
+	Localnet string `json:"localnet"`
+	Bridge   string `json:"bridge,omitempty"`
+	State    string `json:"state,omitempty"` // "", "present" or "absent"
+}
+
+// Absent says whether the mapping is one to remove.
+func (m BridgeMapping) Absent() bool { return m.State == "absent" }
 
 // InterfaceType is nmstate's interface type.
 type InterfaceType string
@@ -27,14 +45,23 @@ const (
 	VXLAN       InterfaceType = "vxlan"
 	VRF         InterfaceType = "vrf"
 	Veth        InterfaceType = "veth"
+	// OVSBridge is an Open vSwitch bridge: an OVSDB object, not a kernel interface, so its
+	// name may also be an interface's (br-ex's internal ovs-interface is named br-ex).
+	OVSBridge InterfaceType = "ovs-bridge"
+	// OVSInterface is an OVS interface that is a kernel interface: internal, or a patch
+	// port (which is not).
+	OVSInterface InterfaceType = "ovs-interface"
+	// OVSPort is NetworkManager's profile between an OVS bridge and each of its ports. It is
+	// not in nmstate's schema: the engine makes one per bridge port.
+	OVSPort InterfaceType = "ovs-port"
 )
 
 // SupportedTypes are the interface types nmoverlay applies.
-var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, MACVLAN, VXLAN, VRF, Veth}
+var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, MACVLAN, VXLAN, VRF, Veth, OVSBridge, OVSInterface}
 
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
-var knownUnsupportedTypes = []string{"ovs-bridge", "ovs-interface", "infiniband", "team", "ipvlan",
+var knownUnsupportedTypes = []string{"infiniband", "team", "ipvlan",
 	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "mac-vtap", "wireguard", "dispatch"}
 
 // InterfaceState is what the interface should be.
@@ -69,6 +96,23 @@ type Interface struct {
 	MACVLAN         *MACVLANConfig `json:"mac-vlan,omitempty"`
 	VXLAN           *VXLANConfig   `json:"vxlan,omitempty"`
 	Veth            *VethConfig    `json:"veth,omitempty"`
+	// Patch makes an ovs-interface a patch port to another bridge's patch port.
+	Patch *OVSPatch `json:"patch,omitempty"`
+}
+
+// Key identifies an interface within a state: its name, except for an OVS bridge, whose
+// name is an OVSDB bridge's and may also be an interface's (br-ex and its internal
+// interface). It reads as the selector a field path uses: "br-ex,type=ovs-bridge".
+func (it Interface) Key() string {
+	if it.Type == OVSBridge {
+		return it.Name + ",type=" + string(OVSBridge)
+	}
+	return it.Name
+}
+
+// OVSPatch is an ovs-interface's patch section.
+type OVSPatch struct {
+	Peer string `json:"peer"`
 }
 
 // IPConfig is an interface's ipv4 or ipv6 section.
@@ -115,15 +159,31 @@ type VLANConfig struct {
 	BaseIface string `json:"base-iface"`
 }
 
-// BridgeConfig is bridge (linux-bridge).
+// BridgeConfig is bridge (linux-bridge or ovs-bridge).
 type BridgeConfig struct {
 	Options *BridgeOptions `json:"options,omitempty"`
 	Port    []BridgePort   `json:"port"`
+	// AllowExtraPatchPorts (ovs-bridge) lets ports nmoverlay did not make stay on the
+	// bridge (OVN's patch ports). nmoverlay never removes OVS objects it did not make, so
+	// false does not remove them either: it is accepted for compatibility.
+	AllowExtraPatchPorts *bool `json:"allow-extra-patch-ports,omitempty"`
 }
 
+// BridgeOptions are a bridge's options; all but stp are ovs-bridge only.
 type BridgeOptions struct {
-	STP *STP `json:"stp,omitempty"`
+	STP                 *STP    `json:"stp,omitempty"`
+	RSTP                *bool   `json:"rstp,omitempty"`
+	MCastSnoopingEnable *bool   `json:"mcast-snooping-enable,omitempty"`
+	FailMode            *string `json:"fail-mode,omitempty"`
+	// Datapath is the OVS datapath type: system (the kernel's) or netdev (userspace).
+	Datapath *string `json:"datapath,omitempty"`
 }
+
+// OVSFailModes are the fail modes Open vSwitch knows.
+var OVSFailModes = []string{"secure", "standalone"}
+
+// OVSDatapaths are the datapath types Open vSwitch knows.
+var OVSDatapaths = []string{"system", "netdev"}
 
 type STP struct {
 	Enabled *bool `json:"enabled,omitempty"`

@@ -30,6 +30,8 @@ func (it Interface) inferType() InterfaceType {
 		return VXLAN
 	case it.Veth != nil:
 		return Veth
+	case it.Patch != nil:
+		return OVSInterface
 	}
 	return ""
 }
@@ -52,13 +54,16 @@ func Validate(s State) field.Errors {
 		if err := checkIfname(it.Name); err != "" {
 			fail(join(p, "name"), "%q %s", it.Name, err)
 		}
-		if j, dup := byName[it.Name]; dup && it.Name != "" {
+		if j, dup := byName[it.Key()]; dup && it.Name != "" {
 			fail(join(p, "name"), "%q is also interfaces[%d]; name each interface once", it.Name, j)
 		}
-		byName[it.Name] = i
+		byName[it.Key()] = i
 		validateSections(p, it, fail)
 		if it.State == Absent {
 			continue
+		}
+		if it.Type == OVSBridge {
+			validateOVSBridgeOwn(p, it, fail)
 		}
 		if from := it.CopyMACFrom; from != nil {
 			switch {
@@ -85,7 +90,7 @@ func Validate(s State) field.Errors {
 				fail(join(p, portField(it)), "%q is already a port of %q; an interface has one controller", port, prev)
 			}
 			controllerOf[port] = it.Name
-			if port == it.Name {
+			if port == it.Name && it.Type != OVSBridge { // an OVS bridge's internal interface has its name
 				fail(join(p, portField(it)), "%q cannot be a port of itself", port)
 			}
 		}
@@ -101,6 +106,10 @@ func Validate(s State) field.Errors {
 				fail(join(p, ref.field), "%q is removed by interfaces[%d] (state: absent) in the same desired state", ref.name, j)
 			}
 		}
+	}
+	validateOVSPorts(s, byName, controllerOf, fail)
+	if s.OVN != nil {
+		validateOVN(s.OVN, fail)
 	}
 	if s.Routes != nil {
 		for i, r := range s.Routes.Config {
@@ -152,8 +161,12 @@ func validateSections(p string, it Interface, fail func(string, string, ...any))
 		{"mac-vlan", it.MACVLAN != nil, MACVLAN},
 		{"vxlan", it.VXLAN != nil, VXLAN},
 		{"veth", it.Veth != nil, Veth},
+		{"patch", it.Patch != nil, OVSInterface},
 	}
 	for _, s := range sections {
+		if s.typ == LinuxBridge && it.Type == OVSBridge {
+			continue // both kinds of bridge have a bridge section
+		}
 		if s.present && s.typ != it.Type {
 			fail(join(p, s.field), "only for type %s, but the interface is type %s", s.typ, it.Type)
 		}
@@ -171,8 +184,15 @@ func validateSections(p string, it Interface, fail func(string, string, ...any))
 			fail(join(p, "vlan.base-iface"), "a VLAN cannot sit on itself")
 		}
 	}
-	if b := it.Bridge; b != nil && it.Type == LinuxBridge {
-		validateBridge(p, b, fail)
+	if b := it.Bridge; b != nil && (it.Type == LinuxBridge || it.Type == OVSBridge) {
+		validateBridge(p, b, it.Type == OVSBridge, fail)
+	}
+	if pt := it.Patch; pt != nil && it.Type == OVSInterface {
+		if e := checkIfname(pt.Peer); e != "" {
+			fail(join(p, "patch.peer"), "%q %s", pt.Peer, e)
+		} else if pt.Peer == it.Name {
+			fail(join(p, "patch.peer"), "a patch port cannot peer with itself")
+		}
 	}
 	if v := it.VRF; v != nil && it.Type == VRF {
 		switch v.RouteTableID {
@@ -214,9 +234,22 @@ func validateBond(p string, b *BondConfig, fail func(string, string, ...any)) {
 	checkPorts(join(p, "link-aggregation.port"), b.Port, fail)
 }
 
-// validateBridge checks the bridge section of the Linux bridge at p: each port's VLAN
-// filtering, then the port names.
-func validateBridge(p string, b *BridgeConfig, fail func(string, string, ...any)) {
+// validateBridge checks the bridge section of the bridge at p (an OVS bridge when ovs):
+// options only the other kind has, each port's VLAN filtering, then the port names.
+func validateBridge(p string, b *BridgeConfig, ovs bool, fail func(string, string, ...any)) {
+	if o := b.Options; o != nil && !ovs {
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{{"rstp", o.RSTP != nil}, {"mcast-snooping-enable", o.MCastSnoopingEnable != nil}, {"fail-mode", o.FailMode != nil}, {"datapath", o.Datapath != nil}} {
+			if f.set {
+				fail(join(p, "bridge.options."+f.field), "only for type ovs-bridge")
+			}
+		}
+	}
+	if b.AllowExtraPatchPorts != nil && !ovs {
+		fail(join(p, "bridge.allow-extra-patch-ports"), "only for type ovs-bridge")
+	}
 	names := make([]string, len(b.Port))
 	for i, port := range b.Port {
 		names[i] = port.Name
@@ -253,6 +286,64 @@ func validateBridgePortVLAN(pp string, v *BridgeVLAN, fail func(string, string, 
 		case t.IDRange != nil && t.IDRange.Min > t.IDRange.Max:
 			fail(join(tp, "id-range"), "min %d is above max %d", t.IDRange.Min, t.IDRange.Max)
 		}
+	}
+}
+
+// validateOVSBridgeOwn checks what an OVS bridge cannot have: it is an OVSDB object, not a
+// kernel interface, so its addresses, MTU and MAC address belong on its ovs-interface.
+func validateOVSBridgeOwn(p string, it Interface, fail func(string, string, ...any)) {
+	for _, f := range []struct {
+		field string
+		c     *IPConfig
+	}{{"ipv4", it.IPv4}, {"ipv6", it.IPv6}} {
+		if f.c != nil && (f.c.Enabled == nil || *f.c.Enabled) {
+			fail(join(p, f.field), "an OVS bridge has no IP configuration of its own: give it to its ovs-interface (enabled: false is accepted here)")
+		}
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{{"mtu", it.MTU != nil}, {"mac-address", it.MACAddress != nil}, {"copy-mac-from", it.CopyMACFrom != nil}} {
+		if f.set {
+			fail(join(p, f.field), "an OVS bridge is not a kernel interface: set this on its ovs-interface")
+		}
+	}
+}
+
+// validateOVSPorts checks that every ovs-interface has its bridge in the same state: its
+// profile hangs off the bridge's port. (A port named like its bridge and not listed is the
+// bridge's internal interface, without addresses.)
+func validateOVSPorts(s State, byName map[string]int, controllerOf map[string]string, fail func(string, string, ...any)) {
+	for i, it := range s.Interfaces {
+		if it.State == Absent || it.Type != OVSInterface {
+			continue
+		}
+		ctrl, ok := controllerOf[it.Name]
+		if j, isOVS := byName[Interface{Name: ctrl, Type: OVSBridge}.Key()]; !ok || !isOVS || s.Interfaces[j].State == Absent {
+			fail(join(index("interfaces", i), "name"), "the ovs-interface %q is no OVS bridge's port in this desired state: list it in its ovs-bridge's bridge.port", it.Name)
+		}
+	}
+}
+
+// validateOVN checks the bridge mappings: each names a localnet once, and a present one
+// its bridge, in OVN's encoding (localnet:bridge pairs joined by commas).
+func validateOVN(o *OVN, fail func(string, string, ...any)) {
+	seen := map[string]int{}
+	for i, m := range o.BridgeMappings {
+		p := index("ovn.bridge-mappings", i)
+		if m.Localnet == "" || strings.ContainsAny(m.Localnet, ",: \t") {
+			fail(join(p, "localnet"), "%q is not a localnet network name (no commas, colons or blanks)", m.Localnet)
+		}
+		switch {
+		case m.Bridge == "" && !m.Absent():
+			fail(join(p, "bridge"), "required")
+		case m.Bridge != "" && (strings.ContainsAny(m.Bridge, ",: \t") || len(m.Bridge) > 255):
+			fail(join(p, "bridge"), "%q is not an OVS bridge name", m.Bridge)
+		}
+		if j, dup := seen[m.Localnet]; dup {
+			fail(join(p, "localnet"), "%q is also ovn.bridge-mappings[%d]; map each localnet once", m.Localnet, j)
+		}
+		seen[m.Localnet] = i
 	}
 }
 

@@ -18,39 +18,65 @@ func Verify(desired, current State) []string {
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 	cur := map[string]Interface{}
 	for _, it := range current.Interfaces {
-		cur[it.Name] = it
+		cur[it.Key()] = it
 	}
 	for _, want := range desired.Interfaces {
-		got, exists := cur[want.Name]
+		got, exists := cur[want.Key()]
+		n := want.Key()
 		switch want.State {
 		case Absent:
 			if exists && got.State == Up && got.Type != Ethernet && got.Type != Veth {
-				add("%s: still exists and is up, want absent", want.Name)
+				add("%s: still exists and is up, want absent", n)
 			}
 			continue
 		case Down:
 			if exists && got.State == Up {
-				add("%s: is up, want down", want.Name)
+				add("%s: is up, want down", n)
 			}
 			continue
 		}
 		if !exists {
-			add("%s: does not exist", want.Name)
+			add("%s: does not exist", n)
 			continue
 		}
 		if got.State != Up {
-			add("%s: is %s, want up", want.Name, orNone(string(got.State)))
+			add("%s: is %s, want up", n, orNone(string(got.State)))
 			continue
 		}
 		verifyInterface(add, want, got)
 	}
 	verifyRoutes(add, desired.Routes, current.Routes)
 	verifyDNS(add, desired.DNSResolver, current.DNSResolver)
+	verifyOVN(add, desired.OVN, current.OVN)
 	return diffs
 }
 
+// verifyOVN: every mapping the desired state has present is the host's, and every one it
+// has absent is gone. A current state without the section (nil: the host's Open vSwitch
+// database could not be read) has none.
+func verifyOVN(add func(string, ...any), desired, current *OVN) {
+	if desired == nil {
+		return
+	}
+	got := map[string]string{}
+	if current != nil {
+		for _, m := range current.BridgeMappings {
+			got[m.Localnet] = m.Bridge
+		}
+	}
+	for _, m := range desired.BridgeMappings {
+		bridge, ok := got[m.Localnet]
+		switch {
+		case m.Absent() && ok:
+			add("ovn.bridge-mappings[localnet=%s]: mapped to %s, want absent", m.Localnet, bridge)
+		case !m.Absent() && bridge != m.Bridge:
+			add("ovn.bridge-mappings[localnet=%s]: %s, want %s", m.Localnet, orNone(bridge), m.Bridge)
+		}
+	}
+}
+
 func verifyInterface(add func(string, ...any), want, got Interface) {
-	n := want.Name
+	n := want.Key()
 	// A veth is an Ethernet device: nmstate accepts type ethernet for it.
 	if want.Type != "" && got.Type != "" && want.Type != got.Type && !(want.Type == Ethernet && got.Type == Veth) {
 		add("%s.type: %s, want %s", n, got.Type, want.Type)
@@ -67,7 +93,10 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 		verifyBond(add, n, want.LinkAggregation, got.LinkAggregation)
 	}
 	if want.Bridge != nil {
-		verifyBridge(add, n, want.Bridge, got.Bridge)
+		verifyBridge(add, n, want.Bridge, got.Bridge, want.Type == OVSBridge)
+	}
+	if w := want.Patch; w != nil && (got.Patch == nil || got.Patch.Peer != w.Peer) {
+		add("%s.patch.peer: %v, want %s", n, got.Patch, w.Peer)
 	}
 	if w := want.VRF; w != nil {
 		g := got.VRF
@@ -110,23 +139,53 @@ func verifyBond(add func(string, ...any), n string, w, g *BondConfig) {
 	verifyPorts(add, n+".link-aggregation.port", w.Port, g.Port)
 }
 
-// verifyBridge compares the bridge n's bridge section: STP if the policy sets it, the
-// ports, and each port's VLAN filtering. A missing section (got nil) is compared as an
-// empty one.
-func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig) {
+// verifyBridge compares the bridge n's bridge section: the options the policy sets, the
+// ports, and each port's VLAN filtering. An OVS bridge's ports must include the policy's:
+// ports others added (OVN's patch ports) are not nmoverlay's to judge. A missing section
+// (got nil) is compared as an empty one.
+func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig, ovs bool) {
 	if g == nil {
 		g = &BridgeConfig{}
 	}
-	if w.Options != nil && w.Options.STP != nil && w.Options.STP.Enabled != nil {
-		var have *bool
-		if g.Options != nil && g.Options.STP != nil {
-			have = g.Options.STP.Enabled
+	if wo := w.Options; wo != nil {
+		gotOpts := g.Options
+		if gotOpts == nil {
+			gotOpts = &BridgeOptions{}
 		}
-		if have == nil || *have != *w.Options.STP.Enabled {
-			add("%s.bridge.options.stp.enabled: %s, want %t", n, boolOrNone(have), *w.Options.STP.Enabled)
+		var stp *bool
+		if gotOpts.STP != nil {
+			stp = gotOpts.STP.Enabled
+		}
+		if wo.STP != nil && wo.STP.Enabled != nil && (stp == nil || *stp != *wo.STP.Enabled) {
+			add("%s.bridge.options.stp.enabled: %s, want %t", n, boolOrNone(stp), *wo.STP.Enabled)
+		}
+		for _, f := range []struct {
+			name      string
+			want, got *bool
+		}{{"rstp", wo.RSTP, gotOpts.RSTP}, {"mcast-snooping-enable", wo.MCastSnoopingEnable, gotOpts.MCastSnoopingEnable}} {
+			if f.want != nil && (f.got == nil || *f.got != *f.want) {
+				add("%s.bridge.options.%s: %s, want %t", n, f.name, boolOrNone(f.got), *f.want)
+			}
+		}
+		for _, f := range []struct {
+			name      string
+			want, got *string
+		}{{"fail-mode", wo.FailMode, gotOpts.FailMode}, {"datapath", wo.Datapath, gotOpts.Datapath}} {
+			if f.want != nil && (f.got == nil || *f.got != *f.want) {
+				add("%s.bridge.options.%s: %s, want %s", n, f.name, strOrNone(f.got), *f.want)
+			}
 		}
 	}
-	verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
+	if ovs {
+		have := bridgePortNames(g)
+		for _, p := range bridgePortNames(w) {
+			if !slices.Contains(have, p) {
+				add("%s.bridge.port: %v, want %s among them", n, have, p)
+			}
+		}
+	} else {
+		verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
+	}
 	for _, wp := range w.Port {
 		if wp.VLAN == nil {
 			continue

@@ -3,6 +3,7 @@ package state
 import (
 	"sigs.k8s.io/yaml"
 
+	"slices"
 	"strings"
 	"testing"
 )
@@ -209,4 +210,42 @@ func mustParseCurrent(t *testing.T, doc string) State {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestVerifyOVS(t *testing.T) {
+	desired := mustParse(t, localnetDoc)
+	yes, no := true, false
+	current := State{
+		Interfaces: []Interface{
+			// The internal interface of another bridge of the same name must not stand in for it.
+			{Name: "ovs-br1", Type: OVSInterface, State: Up},
+			{Name: "ovs-br1", Type: OVSBridge, State: Up, Bridge: &BridgeConfig{
+				Options: &BridgeOptions{STP: &STP{Enabled: &no}, MCastSnoopingEnable: &yes},
+				Port:    []BridgePort{{Name: "eth1"}, {Name: "patch-localnet2-to-br-int"}}}},
+		},
+		OVN: &OVN{BridgeMappings: []BridgeMapping{{Localnet: "localnet2", Bridge: "ovs-br1"}, {Localnet: "physnet", Bridge: "br-ex"}}},
+	}
+	// Ports others added (OVN's patch port) and mappings others made are not differences.
+	if diffs := Verify(desired, current); len(diffs) != 0 {
+		t.Fatalf("converged state reported as %v", diffs)
+	}
+	current.Interfaces[1].Bridge.Options.MCastSnoopingEnable = &no
+	current.Interfaces[1].Bridge.Port = current.Interfaces[1].Bridge.Port[1:]
+	current.OVN.BridgeMappings[0].Bridge = "br-ex"
+	want := []string{
+		"ovs-br1,type=ovs-bridge.bridge.options.mcast-snooping-enable: false, want true",
+		"ovs-br1,type=ovs-bridge.bridge.port: [patch-localnet2-to-br-int], want eth1 among them",
+		"ovn.bridge-mappings[localnet=localnet2]: br-ex, want ovs-br1",
+	}
+	if diffs := Verify(desired, current); !slices.Equal(diffs, want) {
+		t.Errorf("diffs:\n%s\nwant:\n%s", strings.Join(diffs, "\n"), strings.Join(want, "\n"))
+	}
+	current.OVN = nil
+	removal := mustParse(t, `ovn: {bridge-mappings: [{localnet: localnet2, state: absent}]}`)
+	if diffs := Verify(removal, current); len(diffs) != 0 {
+		t.Errorf("an absent mapping on a host without any: %v", diffs)
+	}
+	if diffs := Verify(desired, State{}); !slices.Contains(diffs, "ovn.bridge-mappings[localnet=localnet2]: none, want ovs-br1") {
+		t.Errorf("unread mappings: %v", diffs)
+	}
 }
