@@ -34,6 +34,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/serving"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
@@ -123,7 +124,8 @@ func run(o options) error {
 	}
 	wake := make(chan event.GenericEvent, 1)
 	netChanged := make(chan struct{}, 1)
-	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, nm.Show, o.reapplyDrift
+	show := node.ShowWithMappings(nm.Show, ovsdb.DefaultSocket)
+	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, show, o.reapplyDrift
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func run(o options) error {
 	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
 	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
-		Client: mgr.GetClient(), NodeName: nodeName, Show: nm.Show, Changes: changes, NMVersion: nm.Version,
+		Client: mgr.GetClient(), NodeName: nodeName, Show: show, Changes: changes, NMVersion: nm.Version,
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
 		Drift:   h.Drifted,
 	}); err != nil {
@@ -208,7 +210,7 @@ func newEngine(o options, nm *networkmanager.Client, layout overlay.Layout, dial
 	// deadline), or it fires while the probes still wait.
 	return node.Reconnecting{Engine: node.NetworkManager{Client: nm,
 		Options: networkmanager.ApplyOptions{ActivationTimeout: o.activationTimeout, RollbackTimeout: o.activationTimeout + o.probeTimeout + 30*time.Second,
-			CheckpointRecord: layout.CheckpointRecord()}}, CloseAll: dialer.CloseAll, Alive: connsAlive}
+			CheckpointRecord: layout.CheckpointRecord()}, OVSDBSocket: ovsdb.DefaultSocket}, CloseAll: dialer.CloseAll, Alive: connsAlive}
 }
 
 // connectNM connects to NetworkManager, waiting for one that restarts: `nm-overlay enable`

@@ -217,7 +217,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	}
 	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
 	for _, it := range pl.interfaces {
-		if _, existed := h.devs[it.Name]; !existed && it.State != state.Absent {
+		if _, existed := h.devs[it.Key()]; !existed && it.State != state.Absent && !ovsOnly(it.Type) {
 			tx.created = append(tx.created, it.Name)
 		}
 	}
@@ -278,9 +278,9 @@ func (c *Client) profiles(ctx context.Context) ([]profile, error) {
 
 // carryOut deletes, saves and activates the profiles the plan names, in its order.
 func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state.State, opts ApplyOptions) error {
-	for _, name := range pl.deletes {
-		if err := c.call(ctx, h.owned[name].path, nmdbus.ConnIface+".Delete").Err; err != nil {
-			return fmt.Errorf("%s: deleting its profile: %w", name, err)
+	for _, key := range pl.deletes {
+		if err := c.call(ctx, h.owned[key].path, nmdbus.ConnIface+".Delete").Err; err != nil {
+			return fmt.Errorf("%s: deleting its profile: %w", key, err)
 		}
 	}
 	var toActivate []activation
@@ -288,14 +288,15 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 		if it.State == state.Absent {
 			continue // its profile is deleted above; NetworkManager deletes the software device it created, a NIC stays
 		}
-		dev, hasDev := h.devs[it.Name]
-		want, err := h.build(it, pl.perIface[it.Name], opts.Prune)
+		key := it.Key()
+		dev, hasDev := h.devs[key]
+		want, err := h.build(it, pl, opts.Prune)
 		if err != nil {
 			return err
 		}
-		path, changed, err := c.save(ctx, h.owned[it.Name], want)
+		path, changed, err := c.save(ctx, h.owned[key], want)
 		if err != nil {
-			return fmt.Errorf("%s: saving its profile: %w", it.Name, err)
+			return fmt.Errorf("%s: saving its profile: %w", key, err)
 		}
 		if it.State == state.Down {
 			if hasDev && dev.active != "" && dev.active != "/" {
@@ -306,11 +307,11 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 			continue
 		}
 		if changed || !activeWith(dev, hasDev, path) || drifted(h.current, it, desired) {
-			toActivate = append(toActivate, activation{name: it.Name, profile: path})
+			toActivate = append(toActivate, activation{name: it.Name, key: key, ovs: ovsOnly(it.Type), profile: path})
 		}
 	}
 	deadline := time.Now().Add(opts.ActivationTimeout)
-	for _, stage := range stages(toActivate, pl.interfaces) {
+	for _, stage := range stages(toActivate, pl) {
 		var targets []activation
 		for _, t := range stage {
 			if err := c.activate(ctx, &t); err != nil {
@@ -329,32 +330,45 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 // (a VLAN, MAC-VLAN or VXLAN on a new bond) starts only once that one is up: the kernel
 // link is created with the MAC its base has then, and a bond takes its first port's MAC
 // only when the port joins, so a VLAN made earlier keeps the bond's first, random MAC and
-// never sees its DHCP server's answers. Everything else starts at once.
-func stages(toActivate []activation, interfaces []state.Interface) [][]activation {
-	base := map[string]string{}
-	for _, it := range interfaces {
-		base[it.Name], _ = it.BaseIface()
+// never sees its DHCP server's answers. So do OVS ports after their bridge, and their
+// interfaces after them: activating an interface activates its controllers, which an
+// activation of theirs started at the same time would cancel. Everything else starts at
+// once.
+func stages(toActivate []activation, pl *steps) [][]activation {
+	after := map[string]string{} // by key: what must be up first
+	for _, it := range pl.interfaces {
+		key := it.Key()
+		if b, _ := it.BaseIface(); b != "" {
+			after[key] = b
+		}
+		if p := pl.perIface[key].port; p != nil && (p.kind == "ovs-port" || p.kind == "ovs-bridge") {
+			controller := state.Interface{Name: it.Name, Type: state.OVSPort}
+			if p.kind == "ovs-bridge" {
+				controller = state.Interface{Name: p.bridge, Type: state.OVSBridge}
+			}
+			after[key] = controller.Key()
+		}
 	}
 	activating := map[string]bool{}
 	for _, t := range toActivate {
-		activating[t.name] = true
+		activating[t.key] = true
 	}
 	depth := map[string]int{}
-	var stageOf func(name string, seen int) int
-	stageOf = func(name string, seen int) int {
-		if d, ok := depth[name]; ok {
+	var stageOf func(key string, seen int) int
+	stageOf = func(key string, seen int) int {
+		if d, ok := depth[key]; ok {
 			return d
 		}
 		d := 0
-		if b := base[name]; b != "" && activating[b] && seen < len(interfaces) {
+		if b := after[key]; b != "" && activating[b] && seen < len(pl.interfaces) {
 			d = stageOf(b, seen+1) + 1
 		}
-		depth[name] = d
+		depth[key] = d
 		return d
 	}
 	var out [][]activation
 	for _, t := range toActivate {
-		d := stageOf(t.name, 0)
+		d := stageOf(t.key, 0)
 		for len(out) <= d {
 			out = append(out, nil)
 		}
@@ -363,11 +377,18 @@ func stages(toActivate []activation, interfaces []state.Interface) [][]activatio
 	return out
 }
 
+// ovsOnly: the type is an OVSDB object with no kernel interface of its own (an OVS bridge
+// or port), which NetworkManager models as a device of the same name as others.
+func ovsOnly(t state.InterfaceType) bool { return t == state.OVSBridge || t == state.OVSPort }
+
 // drifted says whether the interface, whose profile is unchanged and active, no longer
 // runs what it says (an address deleted, a route removed, outside nmoverlay): activating
 // the profile again puts it back, so a later apply verifies instead of failing on what
 // someone else did.
 func drifted(current func() (state.State, error), it state.Interface, desired state.State) bool {
+	if it.Type == state.OVSPort {
+		return false // verified with its bridge
+	}
 	now, err := current()
 	if err != nil {
 		return true // cannot tell: activating again is harmless
@@ -400,7 +421,11 @@ func (e *activationError) Error() string { return e.msg }
 
 // activation is a profile being activated on an interface.
 type activation struct {
-	name    string
+	name string
+	key  string
+	// ovs: an OVS bridge or port, which has no kernel interface to look the device up by:
+	// its activation's state says.
+	ovs     bool
 	profile dbus.ObjectPath
 	active  dbus.ObjectPath
 	retried bool // activated a second time after NetworkManager dropped the first
@@ -471,6 +496,19 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 
 // activated: whether t's interface runs t's profile; failed says why it never will.
 func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
+	if t.ovs {
+		var st uint32
+		if err := c.prop(t.active, nmdbus.ActiveIface, "State", &st); err != nil {
+			return false, ""
+		}
+		switch st {
+		case activeStateActivated:
+			return true, ""
+		case activeStateDeactivated:
+			return false, "NetworkManager deactivated it"
+		}
+		return false, ""
+	}
 	running, devState := c.deviceRuns(ctx, t.name)
 	if running == t.profile && devState == deviceStateActivated {
 		return true, ""

@@ -44,7 +44,7 @@ interfaces:
 	acts := func(names ...string) []activation {
 		var out []activation
 		for _, n := range names {
-			out = append(out, activation{name: n})
+			out = append(out, activation{name: n, key: n})
 		}
 		return out
 	}
@@ -70,7 +70,7 @@ interfaces:
 		{"the bond unchanged: the VLAN starts at once", acts("bond0.102", "eth4"), [][]string{{"bond0.102", "eth4"}}},
 		{"nothing to activate", nil, nil},
 	} {
-		if got := names(stages(tc.activating, s.Interfaces)); !reflect.DeepEqual(got, tc.want) {
+		if got := names(stages(tc.activating, &steps{interfaces: s.Interfaces})); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: stages %v, want %v", tc.name, got, tc.want)
 		}
 	}

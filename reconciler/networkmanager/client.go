@@ -11,6 +11,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
 // Flags of AddConnection2/Update2 and CheckpointCreate.
@@ -113,3 +114,17 @@ func (s settings) userDataOK(key string) (string, bool) {
 }
 
 func (s settings) owned() bool { return s.userData(OwnerKey) == OwnerValue }
+
+// key identifies what the profile configures as state.Interface.Key does: its interface
+// name, and for an OVS bridge or port, its kind (br-ex names a bridge, a port and an
+// interface).
+func (s settings) key() string {
+	it := state.Interface{Name: s.str("connection", "interface-name")}
+	switch s.str("connection", "type") {
+	case connType[state.OVSBridge]:
+		it.Type = state.OVSBridge
+	case connType[state.OVSPort]:
+		it.Type = state.OVSPort
+	}
+	return it.Key()
+}

@@ -19,8 +19,8 @@ import (
 type host struct {
 	profiles []profile
 	byPath   map[dbus.ObjectPath]profile
-	owned    map[string]profile // by interface name
-	devs     map[string]device
+	owned    map[string]profile // by key (state.Interface.Key)
+	devs     map[string]device  // by key
 	current  func() (state.State, error)
 }
 
@@ -36,12 +36,12 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 	h := &host{profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
 		current: sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })}
 	for _, d := range devs {
-		h.devs[d.name] = d
+		h.devs[d.key] = d
 	}
 	for _, p := range profiles {
 		h.byPath[p.path] = p
 		if p.settings.owned() {
-			h.owned[p.settings.str("connection", "interface-name")] = p
+			h.owned[p.settings.key()] = p
 		}
 	}
 	return h, nil
@@ -49,20 +49,28 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 
 // steps are what one apply does: owned profiles to delete, then interfaces to save and
 // activate in dependency order, each with what its profile carries besides its own fields.
+// Everything is by key (state.Interface.Key).
 type steps struct {
 	deletes    []string
 	interfaces []state.Interface
 	perIface   map[string]plan
+	// uuids are the profile UUIDs of the OVS bridges and ports, known before they are
+	// saved: their ports name them as their controller (br-ex, a bridge, a port and an
+	// interface at once, is no name to go by).
+	uuids map[string]string
 }
 
 // plan spreads the desired state's ports, routes and DNS over the interfaces that carry
 // them. Interfaces that only carry routes, route removals or DNS are added (state up, no
-// fields of their own) and keep the rest of their current profile.
+// fields of their own) and keep the rest of their current profile. Each port of an OVS
+// bridge gets an OVS port profile, right after its bridge.
 func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) (*steps, error) {
-	pl := &steps{perIface: map[string]plan{}}
+	pl := &steps{perIface: map[string]plan{}, uuids: map[string]string{}}
 	in := map[string]bool{}
+	var interfaces []state.Interface
 	for _, it := range ordered {
-		in[it.Name] = true
+		in[it.Key()] = true
+		interfaces = append(interfaces, it)
 		var kind string
 		var ports []string
 		switch {
@@ -70,6 +78,11 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 			kind, ports = "bond", it.LinkAggregation.Port
 		case it.VRF != nil:
 			kind, ports = "vrf", it.VRF.Port
+		case it.Type == state.OVSBridge && it.State != state.Absent:
+			interfaces = append(interfaces, h.planOVSBridge(pl, it, ordered)...)
+			for _, p := range interfaces[len(interfaces)-len(it.Bridge.Port):] {
+				in[p.Key()] = true
+			}
 		case it.Bridge != nil:
 			for _, bp := range it.Bridge.Port {
 				p := pl.perIface[bp.Name]
@@ -79,27 +92,32 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 		}
 		for _, port := range ports {
 			p := pl.perIface[port]
-			p.port = &portOf{controller: it.Name, kind: kind}
+			p.port = &portOf{controller: it.Name, kind: kind, keepsIP: kind == "vrf"}
 			pl.perIface[port] = p
 		}
 	}
-	interfaces := slices.Clone(ordered)
 	touch := func(name string) {
 		if !in[name] {
 			in[name] = true
 			interfaces = append(interfaces, state.Interface{Name: name, State: state.Up})
 		}
 	}
-	// Ports named only in a controller's list get a profile of their own too.
+	// Ports named only in a controller's list get a profile of their own too; an OVS
+	// bridge's port of its own name is its internal interface.
 	var ports []string
-	for name, p := range pl.perIface {
-		if p.port != nil {
-			ports = append(ports, name)
+	for key, p := range pl.perIface {
+		if p.port != nil && !in[key] {
+			ports = append(ports, key)
 		}
 	}
 	sort.Strings(ports)
-	for _, name := range ports {
-		touch(name)
+	for _, key := range ports {
+		if p := pl.perIface[key].port; p.kind == "ovs-port" && p.bridge == key {
+			in[key] = true
+			interfaces = append(interfaces, state.Interface{Name: key, Type: state.OVSInterface, State: state.Up})
+			continue
+		}
+		touch(key)
 	}
 	if desired.Routes != nil {
 		// Removals first: within one state, removing every route to a destination and
@@ -126,6 +144,35 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 	pl.interfaces = interfaces
 	pl.deletes = h.deletes(interfaces, prune)
 	return pl, nil
+}
+
+// planOVSBridge plans the OVS port profiles of an OVS bridge, which NetworkManager puts
+// between a bridge and each of its interfaces, and makes each port's interface a port of
+// its OVS port. It returns the OVS ports, to be saved right after the bridge.
+func (h *host) planOVSBridge(pl *steps, br state.Interface, desired []state.Interface) []state.Interface {
+	pl.uuids[br.Key()] = h.uuidOf(br.Key())
+	var out []state.Interface
+	for _, bp := range br.Bridge.Port {
+		// An OVS interface has an IP configuration; an interface of the system does not
+		// once it is a port.
+		ovsInterface := bp.Name == br.Name || slices.ContainsFunc(desired, func(it state.Interface) bool { return it.Name == bp.Name && it.Type == state.OVSInterface })
+		port := state.Interface{Name: bp.Name, Type: state.OVSPort, State: state.Up}
+		pl.uuids[port.Key()] = h.uuidOf(port.Key())
+		pl.perIface[port.Key()] = plan{port: &portOf{controller: pl.uuids[br.Key()], kind: "ovs-bridge", bridge: br.Name}, ovsVLAN: bp.VLAN}
+		p := pl.perIface[bp.Name]
+		p.port = &portOf{controller: pl.uuids[port.Key()], kind: "ovs-port", bridge: br.Name, keepsIP: ovsInterface}
+		pl.perIface[bp.Name] = p
+		out = append(out, port)
+	}
+	return out
+}
+
+// uuidOf is the UUID of the owned profile of key, or a new one.
+func (h *host) uuidOf(key string) string {
+	if p, ok := h.owned[key]; ok {
+		return p.settings.str("connection", "uuid")
+	}
+	return newUUID()
 }
 
 // routeCarriers are the interfaces whose profiles r changes: a route to add goes on its
@@ -205,7 +252,7 @@ func (h *host) base(name string, prune, leavesController bool) (settings, string
 // interface. ok is false when it was built on nothing (a new interface).
 func (h *host) baseOf(owned profile) (profile, bool) {
 	want, noted := owned.settings.userDataOK(BaseKey)
-	name := owned.settings.str("connection", "interface-name")
+	key := owned.settings.key()
 	for _, p := range h.profiles {
 		if p.settings.owned() {
 			continue
@@ -213,16 +260,18 @@ func (h *host) baseOf(owned profile) (profile, bool) {
 		if noted && want != "" && p.settings.str("connection", "uuid") == want {
 			return p, true
 		}
-		if !noted && p.settings.str("connection", "interface-name") == name {
+		if !noted && p.settings.key() == key {
 			return p, true
 		}
 	}
 	return profile{}, false
 }
 
-// build makes the owned profile of it.
-func (h *host) build(it state.Interface, p plan, prune bool) (settings, error) {
-	dev, hasDev := h.devs[it.Name]
+// build makes the owned profile of it, as planned in pl.
+func (h *host) build(it state.Interface, pl *steps, prune bool) (settings, error) {
+	key := it.Key()
+	p := pl.perIface[key]
+	dev, hasDev := h.devs[key]
 	typ := it.Type
 	if typ == "" && hasDev {
 		typ = dev.typ
@@ -233,39 +282,59 @@ func (h *host) build(it state.Interface, p plan, prune bool) (settings, error) {
 	if typ == state.Veth && it.Veth == nil {
 		typ = state.Ethernet // an existing veth end is configured like any Ethernet device
 	}
-	owned, isOwned := h.owned[it.Name]
+	owned, isOwned := h.owned[key]
 	leaves := isOwned && p.port == nil && owned.settings.str("connection", "master") != ""
-	base, baseUUID := h.base(it.Name, prune, leaves)
-	uuid := newUUID()
-	if isOwned {
+	base, baseUUID := h.base(key, prune, leaves)
+	uuid := pl.uuids[key]
+	switch {
+	case uuid != "":
+	case isOwned:
 		uuid = owned.settings.str("connection", "uuid")
+	default:
+		uuid = newUUID()
 	}
 	return buildProfile(it, typ, base, baseUUID, p, uuid)
 }
 
-// deletes are the owned profiles to delete: those of interfaces the state removes, the
-// ports they controlled (which would otherwise come back enslaved to nothing), and, with
-// prune, those of interfaces it does not name.
+// deletes are the owned profiles to delete, by key: those of interfaces the state
+// removes, the ports they controlled, and the ports of those (an OVS bridge's ports and
+// their interfaces), which would otherwise come back enslaved to nothing, and, with prune,
+// those of interfaces it does not name.
 func (h *host) deletes(interfaces []state.Interface, prune bool) []string {
 	named := map[string]bool{}
 	removed := map[string]bool{}
 	for _, it := range interfaces {
-		named[it.Name] = true
+		named[it.Key()] = true
 		if it.State == state.Absent {
-			removed[it.Name] = true
+			// nmstate's absent without a type removes every interface of the name.
+			for _, k := range []string{it.Key(), state.Interface{Name: it.Name, Type: state.OVSBridge}.Key()} {
+				if it.Type == "" || k == it.Key() {
+					removed[k] = true
+				}
+			}
 		}
 	}
-	var out []string
-	for name, p := range h.owned {
-		controller := p.settings.str("connection", "master")
-		switch {
-		case removed[name]:
-		case prune && !named[name]:
-		case removed[controller] && !named[name]:
-		default:
-			continue
+	byUUID := map[string]string{}
+	for key, p := range h.owned {
+		byUUID[p.settings.str("connection", "uuid")] = key
+	}
+	deleted := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for key, p := range h.owned {
+			controller := p.settings.str("connection", "master")
+			if k, ok := byUUID[controller]; ok {
+				controller = k
+			}
+			if deleted[key] || !(removed[key] || prune && !named[key] || (removed[controller] || deleted[controller]) && !named[key]) {
+				continue
+			}
+			deleted[key], changed = true, true
 		}
-		out = append(out, name)
+	}
+	out := make([]string, 0, len(deleted))
+	for key := range deleted {
+		out = append(out, key)
 	}
 	sort.Strings(out)
 	return out

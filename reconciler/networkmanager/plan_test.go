@@ -211,3 +211,103 @@ func TestPlanDNSCarrier(t *testing.T) {
 		})
 	}
 }
+
+// The OpenShift documentation's br-ex policy on a host with its uplink: a bridge profile,
+// an OVS port profile per port right after it, the uplink and the internal interface as
+// ports of their OVS ports (by UUID: br-ex names three profiles), activated bridge first.
+func TestPlanOVSBridge(t *testing.T) {
+	desired, err := state.Parse([]byte(`
+interfaces:
+- {name: enp2s0, type: ethernet, ipv4: {enabled: false}, ipv6: {enabled: false}}
+- name: br-ex
+  type: ovs-bridge
+  bridge:
+    options: {mcast-snooping-enable: true, datapath: netdev}
+    port: [{name: enp2s0}, {name: br-ex, vlan: {mode: trunk, enable-native: true, tag: 5, trunk-tags: [{id: 10}, {id-range: {min: 20, max: 29}}]}}]
+- {name: br-ex, type: ovs-interface, ipv4: {enabled: true, dhcp: true, auto-route-metric: 48}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := testHost(map[string]settings{"enp2s0": ipProfile("auto", false, "auto", nil)}, state.State{})
+	ordered, err := state.Order(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := h.plan(desired, ordered, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	built := map[string]settings{}
+	for _, it := range pl.interfaces {
+		keys = append(keys, it.Key())
+		if built[it.Key()], err = h.build(it, pl, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "br-ex,type=ovs-bridge enp2s0,type=ovs-port br-ex,type=ovs-port br-ex enp2s0"; strings.Join(keys, " ") != want {
+		t.Fatalf("profiles in order %v, want %s", keys, want)
+	}
+	uuid := func(key string) string { return built[key].str("connection", "uuid") }
+	for _, tc := range []struct{ key, typ, master, slaveType string }{
+		{"br-ex,type=ovs-bridge", "ovs-bridge", "", ""},
+		{"br-ex,type=ovs-port", "ovs-port", uuid("br-ex,type=ovs-bridge"), "ovs-bridge"},
+		{"enp2s0,type=ovs-port", "ovs-port", uuid("br-ex,type=ovs-bridge"), "ovs-bridge"},
+		{"br-ex", "ovs-interface", uuid("br-ex,type=ovs-port"), "ovs-port"},
+		{"enp2s0", "802-3-ethernet", uuid("enp2s0,type=ovs-port"), "ovs-port"},
+	} {
+		s := built[tc.key]
+		if s.str("connection", "type") != tc.typ || s.str("connection", "master") != tc.master || s.str("connection", "slave-type") != tc.slaveType {
+			t.Errorf("%s: type %q master %q slave-type %q, want %q %q %q", tc.key, s.str("connection", "type"),
+				s.str("connection", "master"), s.str("connection", "slave-type"), tc.typ, tc.master, tc.slaveType)
+		}
+		_, hasIP := s["ipv4"]
+		if wantIP := tc.typ == "ovs-interface"; hasIP != wantIP {
+			t.Errorf("%s: has an ipv4 section: %t, want %t", tc.key, hasIP, wantIP)
+		}
+	}
+	if s := built["br-ex,type=ovs-bridge"]; s["ovs-bridge"]["mcast-snooping-enable"].Value() != true || s.str("ovs-bridge", "datapath-type") != "netdev" {
+		t.Errorf("bridge options: %v", s["ovs-bridge"])
+	}
+	port := built["br-ex,type=ovs-port"]
+	if port.str("ovs-port", "vlan-mode") != "native-untagged" || port["ovs-port"]["tag"].Value() != uint32(5) || len(dictList(port["ovs-port"]["trunks"])) != 2 {
+		t.Errorf("port VLAN: %v", port["ovs-port"])
+	}
+	if s := built["br-ex"]; s.str("ovs-interface", "type") != "internal" || s.str("ipv4", "method") != "auto" || s["ipv4"]["route-metric"].Value() != int64(48) {
+		t.Errorf("internal interface: %v %v", s["ovs-interface"], s["ipv4"])
+	}
+
+	acts := make([]activation, len(pl.interfaces))
+	for i, it := range pl.interfaces {
+		acts[i] = activation{name: it.Name, key: it.Key()}
+	}
+	var got [][]string
+	for _, st := range stages(acts, pl) {
+		var k []string
+		for _, a := range st {
+			k = append(k, a.key)
+		}
+		got = append(got, k)
+	}
+	want := [][]string{{"br-ex,type=ovs-bridge"}, {"enp2s0,type=ovs-port", "br-ex,type=ovs-port"}, {"br-ex", "enp2s0"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("stages %v, want %v", got, want)
+	}
+
+	// Once saved, removing the bridge deletes its ports' profiles and its interfaces'
+	// with it; the uplink, still named, is rebuilt on its own profile instead.
+	saved := map[string]settings{}
+	for key, s := range built {
+		saved[key] = s
+	}
+	h2 := testHost(nil, state.State{})
+	for i, key := range keys {
+		p := profile{path: dbus.ObjectPath("/q/" + string(rune('a'+i))), settings: saved[key]}
+		h2.profiles, h2.owned[key] = append(h2.profiles, p), p
+	}
+	removal := state.State{Interfaces: []state.Interface{{Name: "br-ex", Type: state.OVSBridge, State: state.Absent}, {Name: "enp2s0", State: state.Up}}}
+	if got := h2.deletes(removal.Interfaces, false); strings.Join(got, " ") != "br-ex br-ex,type=ovs-bridge br-ex,type=ovs-port enp2s0,type=ovs-port" {
+		t.Errorf("deletes %v", got)
+	}
+}

@@ -26,30 +26,40 @@ var connType = map[state.InterfaceType]string{
 	state.VXLAN:       "vxlan",
 	state.VRF:         "vrf",
 	state.Veth:        "veth",
+	state.OVSBridge:    "ovs-bridge",
+	state.OVSPort:      "ovs-port",
+	state.OVSInterface: "ovs-interface",
 }
 
 var macvlanMode = map[string]uint32{"vepa": 1, "bridge": 2, "private": 3, "passthru": 4, "source": 5}
 
 // portOf says which controller an interface is a port of.
 type portOf struct {
+	// controller is the controller's interface name, or for OVS its profile's UUID.
 	controller string
-	kind       string // bond, bridge or vrf: NetworkManager's slave-type
+	kind       string // bond, bridge, vrf, ovs-bridge or ovs-port: NetworkManager's slave-type
 	bridgeVLAN *state.BridgeVLAN
+	// keepsIP: the port has an IP configuration of its own (a VRF's port, an OVS
+	// interface); a bond's or bridge's port has none.
+	keepsIP bool
+	// bridge is the OVS bridge's name, for an OVS port or its interface.
+	bridge string
 }
 
 // plan is what one interface's owned profile must say besides the interface itself.
 type plan struct {
-	port   *portOf
-	routes []state.Route // routes to add on this interface, or to remove from it
-	dns    *dnsPlan      // nil: the DNS settings stay as the base has them
+	port    *portOf
+	routes  []state.Route     // routes to add on this interface, or to remove from it
+	dns     *dnsPlan          // nil: the DNS settings stay as the base has them
+	ovsVLAN *state.BridgeVLAN // an OVS port's VLAN mode and tags
 }
 
 // ipFamilies are the settings sections of the IP families, indexed as dnsPlan's are.
 var ipFamilies = [2]string{"ipv4", "ipv6"}
 
 // l2Port: the interface is a bond or bridge port, which has no IP configuration of its
-// own; a VRF port does (a VRF is a layer-3 domain).
-func (p plan) l2Port() bool { return p.port != nil && p.port.kind != "vrf" }
+// own; a VRF port does (a VRF is a layer-3 domain), and so does an OVS interface.
+func (p plan) l2Port() bool { return p.port != nil && !p.port.keepsIP }
 
 // dnsPlan is the static DNS one interface carries, by family (0 IPv4, 1 IPv6); empty
 // clears it.
@@ -77,10 +87,10 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
 	}
 
-	setTypeSection(s, it, typ)
+	setTypeSection(s, it, typ, p)
 
 	setController(s, p.port)
-	if p.l2Port() {
+	if p.l2Port() || typ == state.OVSBridge || typ == state.OVSPort {
 		delete(s, "ipv4")
 		delete(s, "ipv6")
 		return s, nil
@@ -120,7 +130,16 @@ func profileFromBase(base settings, typ state.InterfaceType) settings {
 // and the user data that marks the profile as nmoverlay's and records what it is built
 // from (digest) and on (baseUUID).
 func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest string) {
-	s.set("connection", "id", it.Name)
+	// br-ex has three profiles (bridge, port, interface): ids tell them apart in nmcli,
+	// as nmstate's do.
+	id := it.Name
+	switch it.Type {
+	case state.OVSBridge:
+		id += "-br"
+	case state.OVSPort:
+		id = "ovs-port-" + id
+	}
+	s.set("connection", "id", id)
 	s.set("connection", "uuid", uuid)
 	s.set("connection", "type", ct)
 	s.set("connection", "interface-name", it.Name)
@@ -143,8 +162,19 @@ func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest st
 }
 
 // setTypeSection writes the section of the interface's type (bond, bridge, vlan, ...).
-func setTypeSection(s settings, it state.Interface, typ state.InterfaceType) {
+func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p plan) {
 	switch typ {
+	case state.OVSBridge:
+		setOVSBridgeSection(s, it.Bridge)
+	case state.OVSPort:
+		setOVSPortSection(s, p.ovsVLAN)
+	case state.OVSInterface:
+		kind := "internal"
+		if it.Patch != nil {
+			kind = "patch"
+			s.set("ovs-patch", "peer", it.Patch.Peer)
+		}
+		s.set("ovs-interface", "type", kind)
 	case state.Bond:
 		if b := it.LinkAggregation; b != nil {
 			opts := map[string]string{"mode": string(b.Mode)}
@@ -219,6 +249,67 @@ func setBridgeSection(s settings, b *state.BridgeConfig) {
 	}
 }
 
+// setOVSBridgeSection writes the ovs-bridge section: the options the desired state sets,
+// on top of what the base has. The section is written even when empty.
+func setOVSBridgeSection(s settings, b *state.BridgeConfig) {
+	if _, ok := s["ovs-bridge"]; !ok {
+		s["ovs-bridge"] = map[string]dbus.Variant{}
+	}
+	if b == nil || b.Options == nil {
+		return
+	}
+	o := b.Options
+	if o.STP != nil && o.STP.Enabled != nil {
+		s.set("ovs-bridge", "stp-enable", *o.STP.Enabled)
+	}
+	if o.RSTP != nil {
+		s.set("ovs-bridge", "rstp-enable", *o.RSTP)
+	}
+	if o.MCastSnoopingEnable != nil {
+		s.set("ovs-bridge", "mcast-snooping-enable", *o.MCastSnoopingEnable)
+	}
+	if o.FailMode != nil {
+		s.set("ovs-bridge", "fail-mode", *o.FailMode)
+	}
+	if o.Datapath != nil {
+		s.set("ovs-bridge", "datapath-type", *o.Datapath)
+	}
+}
+
+// setOVSPortSection writes an OVS port's VLAN mode, tag and trunks: none, an access port,
+// or a trunk, native-untagged with enable-native.
+func setOVSPortSection(s settings, v *state.BridgeVLAN) {
+	s["ovs-port"] = map[string]dbus.Variant{}
+	if v == nil {
+		return
+	}
+	switch {
+	case v.Mode == "access":
+		s.set("ovs-port", "vlan-mode", "access")
+	case v.EnableNative != nil && *v.EnableNative:
+		s.set("ovs-port", "vlan-mode", "native-untagged")
+	default:
+		s.set("ovs-port", "vlan-mode", "trunk")
+	}
+	if v.Tag != nil {
+		s.set("ovs-port", "tag", uint32(*v.Tag))
+	}
+	trunks := []map[string]dbus.Variant{}
+	for _, t := range v.TrunkTags {
+		start, end := 0, 0
+		switch {
+		case t.ID != nil:
+			start, end = *t.ID, *t.ID
+		case t.IDRange != nil:
+			start, end = t.IDRange.Min, t.IDRange.Max
+		}
+		trunks = append(trunks, map[string]dbus.Variant{"start": dbus.MakeVariant(uint32(start)), "end": dbus.MakeVariant(uint32(end))})
+	}
+	if len(trunks) > 0 {
+		s.set("ovs-port", "trunks", trunks)
+	}
+}
+
 // setController makes the profile a port of its controller, or of none: a controller
 // kept from base is cleared.
 func setController(s settings, port *portOf) {
@@ -231,6 +322,8 @@ func setController(s settings, port *portOf) {
 	s.set("connection", "slave-type", port.kind)
 	if port.kind == "bridge" {
 		s.set("bridge-port", "vlans", bridgeVLANs(port.bridgeVLAN))
+	} else {
+		delete(s, "bridge-port")
 	}
 }
 
@@ -243,6 +336,7 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 		Port      *portInput
 		Routes    []state.Route
 		DNS       *dnsInput
+		OVSVLAN   *state.BridgeVLAN `json:",omitempty"`
 	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes}
 	if p.dns != nil {
 		in.DNS = &dnsInput{p.dns.servers, p.dns.search, p.dns.preferred}
@@ -250,6 +344,7 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 	if p.port != nil {
 		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
 	}
+	in.OVSVLAN = p.ovsVLAN
 	b, _ := json.Marshal(in)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])

@@ -20,10 +20,14 @@ const activeStateFlagExternal = 0x80
 var deviceType = map[uint32]state.InterfaceType{
 	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
 	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 31: state.VRF,
+	24: state.OVSInterface, 25: state.OVSPort, 26: state.OVSBridge,
 }
 
 // device is what Show reads of one device.
 type device struct {
+	// key identifies it as state.Interface.Key does (br-ex is a bridge, a port and an
+	// interface).
+	key    string
 	path   dbus.ObjectPath
 	name   string
 	typ    state.InterfaceType
@@ -76,6 +80,7 @@ func (o objects) devices() []device {
 		d.state, _ = props["State"].Value().(uint32)
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
 		d.typ = deviceType[d.nmType]
+		d.key = state.Interface{Name: d.name, Type: d.typ}.Key()
 		d.real, _ = props["Real"].Value().(bool)
 		d.mac, _ = props["HwAddress"].Value().(string)
 		d.permMAC, _ = ifaces[nmdbus.WiredIface]["PermHwAddress"].Value().(string)
@@ -102,24 +107,24 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	devs := objs.devices()
 	var s state.State
 	routes := &state.Routes{}
-	byPath := map[dbus.ObjectPath]string{}
+	byPath := map[dbus.ObjectPath]device{}
 	for _, d := range devs {
-		byPath[d.path] = d.name
+		byPath[d.path] = d
 	}
 	applied := c.appliedProfiles(ctx, devs)
 	static := staticDNS{}
 	for _, d := range devs {
-		if d.typ == "" {
-			continue // loopback, generic, tun...: not part of the model
+		if d.typ == "" || d.typ == state.OVSPort {
+			continue // loopback, generic, tun...: not part of the model; an OVS port is its bridge's
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
 		it := deviceInterface(d, props)
-		a := applied[d.name]
+		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
 		ports := []string{}
 		if pp, ok := props["Ports"].Value().([]dbus.ObjectPath); ok {
 			for _, p := range pp {
-				ports = append(ports, byPath[p])
+				ports = append(ports, byPath[p].name)
 			}
 			sort.Strings(ports)
 		}
@@ -138,7 +143,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	return s, nil
 }
 
-// appliedProfiles reads, by device name, the profile applied to each activated device of
+// appliedProfiles reads, by device key, the profile applied to each activated device of
 // a modelled type; a device whose read fails has none.
 func (c *Client) appliedProfiles(ctx context.Context, devs []device) map[string]settings {
 	applied := map[string]settings{}
@@ -149,18 +154,21 @@ func (c *Client) appliedProfiles(ctx context.Context, devs []device) map[string]
 		var a settings
 		var version uint64
 		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
-			applied[d.name] = a
+			applied[d.key] = a
 		}
 	}
 	return applied
 }
 
 // deviceInterface reads what the device itself says: its name, type, whether it is up,
-// its MTU and MAC address.
+// its MTU and MAC address (an OVS bridge, not a kernel interface, has neither).
 func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
 	it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
 	if d.state == deviceStateActivated {
 		it.State = state.Up
+	}
+	if d.typ == state.OVSBridge {
+		return it
 	}
 	if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
 		m := int(mtu)
@@ -341,7 +349,65 @@ func describe(it *state.Interface, applied settings, ports []string, all map[str
 		if peer := applied.str("veth", "peer"); peer != "" {
 			it.Veth = &state.VethConfig{Peer: peer}
 		}
+	case state.OVSBridge:
+		it.Bridge = &state.BridgeConfig{Options: ovsBridgeOptions(applied), Port: make([]state.BridgePort, len(ports))}
+		for i, p := range ports {
+			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: ovsPortVLAN(all[state.Interface{Name: p, Type: state.OVSPort}.Key()])}
+		}
+	case state.OVSInterface:
+		if peer := applied.str("ovs-patch", "peer"); peer != "" {
+			it.Patch = &state.OVSPatch{Peer: peer}
+		}
 	}
+}
+
+// ovsBridgeOptions reads an OVS bridge's options from its applied profile.
+func ovsBridgeOptions(a settings) *state.BridgeOptions {
+	flag := func(key string) *bool {
+		v, _ := a["ovs-bridge"][key].Value().(bool) // NetworkManager's default: false
+		return &v
+	}
+	o := &state.BridgeOptions{STP: &state.STP{Enabled: flag("stp-enable")}, RSTP: flag("rstp-enable"), MCastSnoopingEnable: flag("mcast-snooping-enable")}
+	if m := a.str("ovs-bridge", "fail-mode"); m != "" {
+		o.FailMode = &m
+	}
+	if dp := a.str("ovs-bridge", "datapath-type"); dp != "" {
+		o.Datapath = &dp
+	}
+	return o
+}
+
+// ovsPortVLAN reads an OVS port's VLAN mode, tag and trunks from its applied profile as
+// nmstate reports them: native-untagged is a trunk with its native VLAN.
+func ovsPortVLAN(a settings) *state.BridgeVLAN {
+	mode := a.str("ovs-port", "vlan-mode")
+	tag, hasTag := a["ovs-port"]["tag"].Value().(uint32)
+	v := &state.BridgeVLAN{}
+	switch mode {
+	case "access":
+		v.Mode = "access"
+	case "trunk", "native-untagged":
+		v.Mode = "trunk"
+		native := mode == "native-untagged"
+		v.EnableNative = &native
+	default:
+		return nil
+	}
+	if hasTag && tag > 0 {
+		t := int(tag)
+		v.Tag = &t
+	}
+	for _, r := range dictList(a["ovs-port"]["trunks"]) {
+		start, _ := r["start"].Value().(uint32)
+		end, _ := r["end"].Value().(uint32)
+		if start == end {
+			id := int(start)
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})
+		} else {
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{IDRange: &state.IDRange{Min: int(start), Max: int(end)}})
+		}
+	}
+	return v
 }
 
 // portVLAN reads bridge-port.vlans back as nmstate reports a port's VLAN filtering: one

@@ -102,10 +102,11 @@ type Interface struct {
 
 // Key identifies an interface within a state: its name, except for an OVS bridge, whose
 // name is an OVSDB bridge's and may also be an interface's (br-ex and its internal
-// interface). It reads as the selector a field path uses: "br-ex,type=ovs-bridge".
+// interface; so may the engine's OVS ports). It reads as the selector a field path uses:
+// "br-ex,type=ovs-bridge".
 func (it Interface) Key() string {
-	if it.Type == OVSBridge {
-		return it.Name + ",type=" + string(OVSBridge)
+	if it.Type == OVSBridge || it.Type == OVSPort {
+		return it.Name + ",type=" + string(it.Type)
 	}
 	return it.Name
 }
