@@ -330,24 +330,13 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 // (a VLAN, MAC-VLAN or VXLAN on a new bond) starts only once that one is up: the kernel
 // link is created with the MAC its base has then, and a bond takes its first port's MAC
 // only when the port joins, so a VLAN made earlier keeps the bond's first, random MAC and
-// never sees its DHCP server's answers. So do OVS ports after their bridge, and their
-// interfaces after them: activating an interface activates its controllers, which an
-// activation of theirs started at the same time would cancel. Everything else starts at
-// once.
+// never sees its DHCP server's answers. Everything else starts at once, in the plan's
+// order: an OVS bridge, then its ports, then their interfaces (a bridge is activated only
+// once an interface joins it, so it cannot be waited for first).
 func stages(toActivate []activation, pl *steps) [][]activation {
-	after := map[string]string{} // by key: what must be up first
+	base := map[string]string{} // by key
 	for _, it := range pl.interfaces {
-		key := it.Key()
-		if b, _ := it.BaseIface(); b != "" {
-			after[key] = b
-		}
-		if p := pl.perIface[key].port; p != nil && (p.kind == "ovs-port" || p.kind == "ovs-bridge") {
-			controller := state.Interface{Name: it.Name, Type: state.OVSPort}
-			if p.kind == "ovs-bridge" {
-				controller = state.Interface{Name: p.bridge, Type: state.OVSBridge}
-			}
-			after[key] = controller.Key()
-		}
+		base[it.Key()], _ = it.BaseIface()
 	}
 	activating := map[string]bool{}
 	for _, t := range toActivate {
@@ -360,7 +349,7 @@ func stages(toActivate []activation, pl *steps) [][]activation {
 			return d
 		}
 		d := 0
-		if b := after[key]; b != "" && activating[b] && seen < len(pl.interfaces) {
+		if b := base[key]; b != "" && activating[b] && seen < len(pl.interfaces) {
 			d = stageOf(b, seen+1) + 1
 		}
 		depth[key] = d
@@ -536,8 +525,9 @@ func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 // deviceRuns reads the interface's device: the profile it runs or activates ("" for none)
 // and its state.
 func (c *Client) deviceRuns(ctx context.Context, iface string) (profile dbus.ObjectPath, state uint32) {
-	var dev, ac dbus.ObjectPath
-	if c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", iface).Store(&dev) != nil ||
+	var ac dbus.ObjectPath
+	dev, err := c.kernelDevice(ctx, iface)
+	if err != nil ||
 		c.prop(dev, nmdbus.DeviceIface, "State", &state) != nil ||
 		c.prop(dev, nmdbus.DeviceIface, "ActiveConnection", &ac) != nil || ac == "/" ||
 		c.prop(ac, nmdbus.ActiveIface, "Connection", &profile) != nil {
@@ -546,10 +536,35 @@ func (c *Client) deviceRuns(ctx context.Context, iface string) (profile dbus.Obj
 	return profile, state
 }
 
-// deviceStateText describes an interface's device for error messages.
-func (c *Client) deviceStateText(ctx context.Context, name string) string {
+// kernelDevice is the device of the kernel interface name: not the OVS bridge or port
+// that may share its name (br-ex is all three).
+func (c *Client) kernelDevice(ctx context.Context, name string) (dbus.ObjectPath, error) {
 	var dev dbus.ObjectPath
 	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", name).Store(&dev); err != nil {
+		return "", err
+	}
+	var typ uint32
+	if err := c.prop(dev, nmdbus.DeviceIface, "DeviceType", &typ); err != nil || !ovsOnly(deviceType[typ]) {
+		return dev, err
+	}
+	var all []dbus.ObjectPath
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetAllDevices").Store(&all); err != nil {
+		return "", err
+	}
+	for _, d := range all {
+		var iface string
+		if c.prop(d, nmdbus.DeviceIface, "Interface", &iface) == nil && iface == name &&
+			c.prop(d, nmdbus.DeviceIface, "DeviceType", &typ) == nil && !ovsOnly(deviceType[typ]) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no device %s", name)
+}
+
+// deviceStateText describes an interface's device for error messages.
+func (c *Client) deviceStateText(ctx context.Context, name string) string {
+	dev, err := c.kernelDevice(ctx, name)
+	if err != nil {
 		return "no such device"
 	}
 	var reason struct {

@@ -214,7 +214,8 @@ func TestPlanDNSCarrier(t *testing.T) {
 
 // The OpenShift documentation's br-ex policy on a host with its uplink: a bridge profile,
 // an OVS port profile per port right after it, the uplink and the internal interface as
-// ports of their OVS ports (by UUID: br-ex names three profiles), activated bridge first.
+// ports of their OVS ports (by UUID: br-ex names three profiles), activated together,
+// bridge first.
 func TestPlanOVSBridge(t *testing.T) {
 	desired, err := state.Parse([]byte(`
 interfaces:
@@ -290,7 +291,7 @@ interfaces:
 		}
 		got = append(got, k)
 	}
-	want := [][]string{{"br-ex,type=ovs-bridge"}, {"enp2s0,type=ovs-port", "br-ex,type=ovs-port"}, {"br-ex", "enp2s0"}}
+	want := [][]string{{"br-ex,type=ovs-bridge", "enp2s0,type=ovs-port", "br-ex,type=ovs-port", "br-ex", "enp2s0"}}
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("stages %v, want %v", got, want)
 	}

@@ -166,8 +166,12 @@ func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p p
 	switch typ {
 	case state.OVSBridge:
 		setOVSBridgeSection(s, it.Bridge)
+		s.set("connection", "autoconnect-slaves", int32(1))
 	case state.OVSPort:
 		setOVSPortSection(s, p.ovsVLAN)
+		// A bridge activated again (its options changed) brings its ports back, and they
+		// their interfaces.
+		s.set("connection", "autoconnect-slaves", int32(1))
 	case state.OVSInterface:
 		kind := "internal"
 		if it.Patch != nil {

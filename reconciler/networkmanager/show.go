@@ -23,6 +23,9 @@ var deviceType = map[uint32]state.InterfaceType{
 	24: state.OVSInterface, 25: state.OVSPort, 26: state.OVSBridge,
 }
 
+// nmDeviceTypeTun is NM_DEVICE_TYPE_TUN.
+const nmDeviceTypeTun = 16
+
 // device is what Show reads of one device.
 type device struct {
 	// key identifies it as state.Interface.Key does (br-ex is a bridge, a port and an
@@ -108,8 +111,12 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	var s state.State
 	routes := &state.Routes{}
 	byPath := map[dbus.ObjectPath]device{}
+	tunMAC := map[string]string{}
 	for _, d := range devs {
 		byPath[d.path] = d
+		if d.nmType == nmDeviceTypeTun {
+			tunMAC[d.name] = d.mac
+		}
 	}
 	applied := c.appliedProfiles(ctx, devs)
 	static := staticDNS{}
@@ -119,6 +126,11 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
 		it := deviceInterface(d, props)
+		if mac := tunMAC[d.name]; it.Type == state.OVSInterface && it.MACAddress == nil && mac != "" {
+			// On the userspace datapath an internal interface is a tap, which NetworkManager
+			// shows as a device of its own: the MAC address is that one's.
+			it.MACAddress = &mac
+		}
 		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
 		ports := []string{}
