@@ -122,10 +122,10 @@ func (c *Client) deleteLeftovers(ctx context.Context, created []string) error {
 		return err
 	}
 	for _, d := range devs {
-		if !slices.Contains(created, d.name) || !d.real || d.typ == "" || d.typ == state.Ethernet || d.state == deviceStateActivated {
+		if !slices.Contains(created, d.name) || !d.real || d.typ == "" || d.typ == state.Ethernet || ovsOnly(d.typ) || d.state == deviceStateActivated {
 			continue
 		}
-		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".Delete").Err; err != nil && c.stillReal(ctx, d.name) {
+		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".Delete").Err; err != nil && c.stillReal(ctx, d.path) {
 			return fmt.Errorf("deleting %s, created by the apply rolled back: %w", d.name, err)
 		}
 	}
@@ -134,9 +134,9 @@ func (c *Client) deleteLeftovers(ctx context.Context, created []string) error {
 
 // stillReal: the device exists in the kernel (NetworkManager may have been removing it
 // while Delete was asked).
-func (c *Client) stillReal(ctx context.Context, name string) bool {
+func (c *Client) stillReal(ctx context.Context, path dbus.ObjectPath) bool {
 	devs, err := c.devices(ctx)
-	return err != nil || slices.ContainsFunc(devs, func(d device) bool { return d.name == name && d.real })
+	return err != nil || slices.ContainsFunc(devs, func(d device) bool { return d.path == path && d.real })
 }
 
 func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
