@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -351,7 +352,51 @@ interfaces:
 `
 )
 
+// kubernetes-nmstate's published OVS examples (docs/examples/ovs-bridge.yaml and
+// ovs-bridge-iface.yaml), their fields as written there.
+var publishedOVS = []string{`
+interfaces:
+- name: br1
+  description: an OVS bridge with a NIC as its port
+  type: ovs-bridge
+  state: up
+  bridge:
+    options:
+      stp: false
+    port:
+    - name: eth1
+`, `
+interfaces:
+- name: ovs0
+  type: ovs-interface
+  state: up
+  ipv4:
+    dhcp: true
+    enabled: true
+- name: br1
+  description: an OVS bridge with a NIC and an internal interface as its ports
+  type: ovs-bridge
+  state: up
+  bridge:
+    options:
+      stp: true
+    port:
+    - name: eth1
+    - name: ovs0
+`}
+
 func TestParseOVSDocs(t *testing.T) {
+	for i, doc := range publishedOVS {
+		s, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("published example %d: %v", i, err)
+		}
+		br := s.Interfaces[slices.IndexFunc(s.Interfaces, func(it Interface) bool { return it.Type == OVSBridge })]
+		if br.Bridge.Options.STP == nil || *br.Bridge.Options.STP.Enabled != (i == 1) {
+			t.Errorf("published example %d: stp %+v", i, br.Bridge.Options.STP)
+		}
+	}
+
 	s, err := Parse([]byte(localnetDoc))
 	if err != nil {
 		t.Fatal(err)
