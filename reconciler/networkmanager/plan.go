@@ -36,6 +36,11 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 	h := &host{profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
 		current: sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })}
 	for _, d := range devs {
+		// On the userspace datapath an OVS internal interface is also a tap device of the
+		// same name, outside the model: the OVS interface is the one that counts.
+		if prev, ok := h.devs[d.key]; ok && prev.typ != "" && d.typ == "" {
+			continue
+		}
 		h.devs[d.key] = d
 	}
 	for _, p := range profiles {
@@ -78,10 +83,13 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 			kind, ports = "bond", it.LinkAggregation.Port
 		case it.VRF != nil:
 			kind, ports = "vrf", it.VRF.Port
-		case it.Type == state.OVSBridge && it.State != state.Absent:
-			interfaces = append(interfaces, h.planOVSBridge(pl, it, ordered)...)
-			for _, p := range interfaces[len(interfaces)-len(it.Bridge.Port):] {
-				in[p.Key()] = true
+		case it.Type == state.OVSBridge:
+			if it.State != state.Absent && it.Bridge != nil {
+				ports := h.planOVSBridge(pl, it, ordered)
+				for _, p := range ports {
+					in[p.Key()] = true
+				}
+				interfaces = append(interfaces, ports...)
 			}
 		case it.Bridge != nil:
 			for _, bp := range it.Bridge.Port {

@@ -54,7 +54,10 @@ func (e NetworkManager) Apply(ctx context.Context, desired state.State) (Transac
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_, undoErr := db.client.Apply(rctx, prev.Owned, nil)
+		var undoErr error
+		if prev.All != nil { // read before the write (which is all or nothing): put back what nmoverlay had
+			_, undoErr = db.client.Apply(rctx, prev.Owned, nil)
+		}
 		rbErr := errors.Join(undoErr, tx.Rollback(rctx))
 		db.close()
 		return nil, &networkmanager.ApplyError{Reason: "ovn.bridge-mappings: " + err.Error(), RollbackErr: rbErr}

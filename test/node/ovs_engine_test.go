@@ -230,6 +230,13 @@ interfaces:
 		Expect(iface).NotTo(BeNil())
 		Expect(strings.EqualFold(*iface.MACAddress, uplinkMAC)).To(BeTrue())
 		Expect(state.Verify(desired(localnet, ontoManual, brEx), s)).To(BeEmpty())
+
+		// The same policies again: no profile rewritten, nothing activated again.
+		active := func() string { return run("nmcli", "-t", "-f", "UUID,DEVICE,ACTIVE-PATH", "connection", "show", "--active") }
+		activeBefore, filesBefore := active(), upper()
+		Expect(apply(localnet, ontoManual, brEx).Commit(ctx)).To(Succeed())
+		Expect(active()).To(Equal(activeBefore))
+		Expect(upper()).To(Equal(filesBefore))
 	})
 
 	It("rolls back the bridges and the mappings together when a probe fails after the apply", func() {
