@@ -283,7 +283,7 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 			return fmt.Errorf("%s: deleting its profile: %w", key, err)
 		}
 	}
-	var toActivate []activation
+	var toActivate, unchanged []activation
 	for _, it := range pl.interfaces {
 		if it.State == state.Absent {
 			continue // its profile is deleted above; NetworkManager deletes the software device it created, a NIC stays
@@ -306,16 +306,25 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 			}
 			continue
 		}
+		a := activation{name: it.Name, key: key, ovs: ovsOnly(it.Type), profile: path}
 		if changed || !activeWith(dev, hasDev, path) || drifted(h.current, it, desired) {
-			toActivate = append(toActivate, activation{name: it.Name, key: key, ovs: ovsOnly(it.Type), profile: path})
+			toActivate = append(toActivate, a)
+		} else {
+			unchanged = append(unchanged, a)
 		}
 	}
+	toActivate = append(toActivate, underOVSControllers(toActivate, unchanged, pl)...)
 	deadline := time.Now().Add(opts.ActivationTimeout)
+	var ovs []activation
 	for _, stage := range stages(toActivate, pl) {
 		var targets []activation
 		for _, t := range stage {
 			if err := c.activate(ctx, &t); err != nil {
 				return fmt.Errorf("%s: activating: %w", t.name, err)
+			}
+			if t.ovs {
+				ovs = append(ovs, t)
+				t.startedOnly = true
 			}
 			targets = append(targets, t)
 		}
@@ -323,20 +332,26 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 			return err
 		}
 	}
-	return nil
+	// The OVS bridges and ports, started before their interfaces, are up once those joined.
+	return c.waitActivated(ctx, ovs, deadline, opts.ActivationTimeout)
 }
 
 // stages split the activations so that an interface built on another one being activated
 // (a VLAN, MAC-VLAN or VXLAN on a new bond) starts only once that one is up: the kernel
 // link is created with the MAC its base has then, and a bond takes its first port's MAC
 // only when the port joins, so a VLAN made earlier keeps the bond's first, random MAC and
-// never sees its DHCP server's answers. Everything else starts at once, in the plan's
-// order: an OVS bridge, then its ports, then their interfaces (a bridge is activated only
-// once an interface joins it, so it cannot be waited for first).
+// never sees its DHCP server's answers. An OVS port starts once its bridge has started,
+// and an interface once its OVS port has: activating an interface activates its
+// controllers, and an activation of theirs started at the same moment replaces that one
+// and leaves the interface waiting. Everything else starts at once.
 func stages(toActivate []activation, pl *steps) [][]activation {
-	base := map[string]string{} // by key
+	after := map[string]string{} // by key: what must have started first
 	for _, it := range pl.interfaces {
-		base[it.Key()], _ = it.BaseIface()
+		key := it.Key()
+		after[key], _ = it.BaseIface()
+		if c := ovsController(pl, it); c != "" {
+			after[key] = c
+		}
 	}
 	activating := map[string]bool{}
 	for _, t := range toActivate {
@@ -349,7 +364,7 @@ func stages(toActivate []activation, pl *steps) [][]activation {
 			return d
 		}
 		d := 0
-		if b := base[key]; b != "" && activating[b] && seen < len(pl.interfaces) {
+		if b := after[key]; b != "" && activating[b] && seen < len(pl.interfaces) {
 			d = stageOf(b, seen+1) + 1
 		}
 		depth[key] = d
@@ -362,6 +377,43 @@ func stages(toActivate []activation, pl *steps) [][]activation {
 			out = append(out, nil)
 		}
 		out[d] = append(out[d], t)
+	}
+	return out
+}
+
+// ovsController is the key of the OVS bridge or port it is a port of, or "".
+func ovsController(pl *steps, it state.Interface) string {
+	switch p := pl.perIface[it.Key()].port; {
+	case p == nil:
+	case p.kind == "ovs-port":
+		return state.Interface{Name: it.Name, Type: state.OVSPort}.Key()
+	case p.kind == "ovs-bridge":
+		return state.Interface{Name: p.bridge, Type: state.OVSBridge}.Key()
+	}
+	return ""
+}
+
+// underOVSControllers are the unchanged activations whose OVS bridge or port is activated
+// again (its options changed): that takes its ports off, and nothing else puts them back.
+func underOVSControllers(toActivate, unchanged []activation, pl *steps) []activation {
+	activated := map[string]bool{}
+	for _, t := range toActivate {
+		activated[t.key] = true
+	}
+	byKey := map[string]state.Interface{}
+	for _, it := range pl.interfaces {
+		byKey[it.Key()] = it
+	}
+	var out []activation
+	for added := true; added; {
+		added = false
+		for i, t := range unchanged {
+			if t.key != "" && activated[ovsController(pl, byKey[t.key])] {
+				activated[t.key], added = true, true
+				out = append(out, t)
+				unchanged[i].key = "" // taken
+			}
+		}
 	}
 	return out
 }
@@ -414,10 +466,13 @@ type activation struct {
 	key  string
 	// ovs: an OVS bridge or port, which has no kernel interface to look the device up by:
 	// its activation's state says.
-	ovs     bool
-	profile dbus.ObjectPath
-	active  dbus.ObjectPath
-	retried bool // activated a second time after NetworkManager dropped the first
+	ovs bool
+	// startedOnly: wait until it started, waiting for its ports (an OVS bridge or port
+	// comes up only once an interface joins it).
+	startedOnly bool
+	profile     dbus.ObjectPath
+	active      dbus.ObjectPath
+	retried     bool // activated a second time after NetworkManager dropped the first
 }
 
 // save adds want as a new owned profile, or updates the owned one if it differs. It
@@ -495,6 +550,12 @@ func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 			return true, ""
 		case activeStateDeactivated:
 			return false, "NetworkManager deactivated it"
+		}
+		var devs []dbus.ObjectPath
+		var devState uint32
+		if t.startedOnly && c.prop(t.active, nmdbus.ActiveIface, "Devices", &devs) == nil && len(devs) > 0 &&
+			c.prop(devs[0], nmdbus.DeviceIface, "State", &devState) == nil {
+			return devState >= deviceStateIPConfig && devState <= deviceStateActivated, ""
 		}
 		return false, ""
 	}

@@ -22,6 +22,7 @@ const (
 	checkpointDisconnectNewDevices        = 0x4
 	activeStateActivated           uint32 = 2
 	activeStateDeactivated         uint32 = 4
+	deviceStateIPConfig            uint32 = 70
 	deviceStateActivated           uint32 = 100
 )
 

@@ -214,8 +214,7 @@ func TestPlanDNSCarrier(t *testing.T) {
 
 // The OpenShift documentation's br-ex policy on a host with its uplink: a bridge profile,
 // an OVS port profile per port right after it, the uplink and the internal interface as
-// ports of their OVS ports (by UUID: br-ex names three profiles), activated together,
-// bridge first.
+// ports of their OVS ports (by UUID: br-ex names three profiles), started bridge first.
 func TestPlanOVSBridge(t *testing.T) {
 	desired, err := state.Parse([]byte(`
 interfaces:
@@ -291,9 +290,30 @@ interfaces:
 		}
 		got = append(got, k)
 	}
-	want := [][]string{{"br-ex,type=ovs-bridge", "enp2s0,type=ovs-port", "br-ex,type=ovs-port", "br-ex", "enp2s0"}}
+	want := [][]string{{"br-ex,type=ovs-bridge"}, {"enp2s0,type=ovs-port", "br-ex,type=ovs-port"}, {"br-ex", "enp2s0"}}
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("stages %v, want %v", got, want)
+	}
+
+	// The bridge's options changed alone: activating it again takes its ports off, so its
+	// ports and their interfaces are activated again after it.
+	var bridgeOnly, rest []activation
+	for _, a := range acts {
+		if a.key == "br-ex,type=ovs-bridge" {
+			bridgeOnly = append(bridgeOnly, a)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	var again []string
+	for _, a := range underOVSControllers(bridgeOnly, rest, pl) {
+		again = append(again, a.key)
+	}
+	if want := "enp2s0,type=ovs-port br-ex,type=ovs-port br-ex enp2s0"; strings.Join(again, " ") != want {
+		t.Errorf("activated again under the bridge: %v, want %s", again, want)
+	}
+	if got := underOVSControllers(rest[2:], rest[:2], pl); len(got) != 0 {
+		t.Errorf("an interface activated again takes its OVS port with it: %v", got)
 	}
 
 	// Once saved, removing the bridge deletes its ports' profiles and its interfaces'

@@ -165,13 +165,11 @@ func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest st
 func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p plan) {
 	switch typ {
 	case state.OVSBridge:
+		// No autoconnect-slaves: the engine starts each OVS port and interface itself, and
+		// one NetworkManager started when the bridge came up would replace it midway.
 		setOVSBridgeSection(s, it.Bridge)
-		s.set("connection", "autoconnect-slaves", int32(1))
 	case state.OVSPort:
 		setOVSPortSection(s, p.ovsVLAN)
-		// A bridge activated again (its options changed) brings its ports back, and they
-		// their interfaces.
-		s.set("connection", "autoconnect-slaves", int32(1))
 	case state.OVSInterface:
 		kind := "internal"
 		if it.Patch != nil {

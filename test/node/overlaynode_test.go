@@ -174,11 +174,28 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 		nm.Close()
 		return nil, err
 	}
+	engine := node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: nodeName, APIReader: mgr.GetAPIReader(),
-		Engine:   node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}},
+		Engine:   engine,
 		BootID:   o.bootID,
 		Degraded: o.degraded,
 		Probes:   o.probes(nm, cfg, mgr.GetAPIReader(), nodeName),
+	}
+	if o.OVS != nil {
+		// As cmd/handler: the bridge mappings in the same transaction, and in the
+		// NodeNetworkState, which a reporter keeps.
+		engine.OVSDBSocket = o.PathInNode(nmhost.OVSDBSocket)
+		h.Engine = engine
+		changes, err := nm.Changes(ctx)
+		if err != nil {
+			nm.Close()
+			return nil, err
+		}
+		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second,
+			Show: node.ShowWithMappings(nm.Show, engine.OVSDBSocket), NMVersion: nm.Version}); err != nil {
+			nm.Close()
+			return nil, err
+		}
 	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		nm.Close()

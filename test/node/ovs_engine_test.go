@@ -239,6 +239,16 @@ interfaces:
 		Expect(upper()).To(Equal(filesBefore))
 	})
 
+	It("changes an OVS bridge's options: the bridge is activated again, and its ports with it", func() {
+		changed := strings.Replace(localnet, "mcast-snooping-enable: true", "mcast-snooping-enable: false", 1)
+		Expect(apply(changed, ontoManual, brEx).Commit(ctx)).To(Succeed())
+		Expect(run("ovs-vsctl", "get", "Bridge", "ovs-br1", "mcast_snooping_enable")).To(Equal("false"))
+		Expect(strings.Fields(run("ovs-vsctl", "list-ports", "ovs-br1"))).To(ConsistOf("eth2"))
+		Expect(state.Verify(desired(changed, ontoManual, brEx), current())).To(BeEmpty())
+		Expect(apply(localnet, ontoManual, brEx).Commit(ctx)).To(Succeed())
+		Expect(run("ovs-vsctl", "get", "Bridge", "ovs-br1", "mcast_snooping_enable")).To(Equal("true"))
+	})
+
 	It("rolls back the bridges and the mappings together when a probe fails after the apply", func() {
 		// The mapping policy deleted, a bridge and a mapping added.
 		tx := apply(localnet, brEx, `

@@ -1,0 +1,143 @@
+//go:build node
+
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/test/kit"
+	"github.com/nmoverlay/nmoverlay/test/nmhost"
+)
+
+// The handler with a real API server on a node with Open vSwitch: a localnet policy
+// (OpenShift's, on the userspace datapath) becomes Available, the NodeNetworkState shows the
+// bridge and the mapping, a reboot takes both away until the handler re-applies them in
+// the new boot, and deleting the policy removes them.
+var _ = Describe("the handler with Open vSwitch", Ordered, func() {
+	const nodeName = "ovs-e2e"
+	var (
+		n    *overlayNode
+		env  *envtest.Environment
+		k8s  client.Client
+		ctx  = context.Background()
+		stop func() error
+	)
+	run := func(name string, args ...string) string {
+		out, err := n.Run(ctx, name, args...)
+		Expect(err).NotTo(HaveOccurred(), "%s %v: %s", name, args, out)
+		return strings.TrimSpace(out)
+	}
+	bridges := func() []string { return strings.Fields(run("ovs-vsctl", "list-br")) }
+	mappings := func() string {
+		return strings.Trim(run("ovs-vsctl", "--if-exists", "get", "Open_vSwitch", ".", "external_ids:"+ovsdb.BridgeMappingsKey), `"`)
+	}
+	enactment := func(policy string) func() string {
+		return func() string {
+			e := &v1beta1.NodeNetworkConfigurationEnactment{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
+				return "<none>"
+			}
+			for _, c := range e.Status.Conditions {
+				if c.Status == metav1.ConditionTrue {
+					return c.Type + " " + e.Status.BootID + ": " + c.Message
+				}
+			}
+			return "<no condition>"
+		}
+	}
+	reported := func() state.State {
+		nns := &v1beta1.NodeNetworkState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns); err != nil {
+			return state.State{}
+		}
+		// Current state, read as it is written: not parsed as a desired state.
+		var s state.State
+		_ = json.Unmarshal(nns.Status.CurrentState.Raw, &s)
+		return s
+	}
+	startHandler := func() {
+		var err error
+		stop, err = n.startHandler(env.Config, k8s, nodeName)
+		Expect(err).NotTo(HaveOccurred())
+	}
+
+	BeforeAll(func() {
+		nmDir := os.Getenv("NMOVERLAY_NM_OVS")
+		Expect(filepath.Join(nmDir, "NetworkManager")).To(BeAnExistingFile(), "NMOVERLAY_NM_OVS is unset: run make test-node (hack/nm-ovs.sh builds it)")
+		a, err := kit.StartAPI()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(a.Stop)
+		env, k8s = a.Env, a.Client
+		_, err = kit.ReadyNode(ctx, k8s, nodeName, nil)
+		Expect(err).NotTo(HaveOccurred())
+		n, err = newOverlayNode("ovse2e", helper, func(n *nmhost.Node) error {
+			if _, err := n.Run(ctx, "ip", "link", "add", "eth2", "type", "veth", "peer", "name", "eth2p"); err != nil {
+				return err
+			}
+			_, err := n.Run(ctx, "ip", "link", "set", "eth2p", "up")
+			return err
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(n.close)
+		n.OVS = &nmhost.OVS{NetworkManagerDir: nmDir}
+		Expect(n.start(ctx)).To(Succeed())
+		run("ovs-vsctl", "set", "Open_vSwitch", ".", "external_ids:ovn-bridge-mappings=physnet:br-ex")
+		startHandler()
+		DeferCleanup(func() { Expect(stop()).To(Succeed()) })
+	})
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Println(n.NMLog())
+		}
+	})
+
+	It("applies a localnet policy and reports the bridge and its mapping", func() {
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "localnet"}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"ovs-br1","type":"ovs-bridge","state":"up","bridge":{
+			"allow-extra-patch-ports":true,"options":{"stp":false,"mcast-snooping-enable":true,"datapath":"netdev"},"port":[{"name":"eth2"}]}}],
+			"ovn":{"bridge-mappings":[{"localnet":"localnet2","bridge":"ovs-br1","state":"present"}]}}`)}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(enactment("localnet"), "30s").Should(HavePrefix("Available boot-1"))
+		Expect(bridges()).To(ConsistOf("ovs-br1"))
+		Expect(mappings()).To(Equal("localnet2:ovs-br1,physnet:br-ex"))
+		Eventually(func() *state.OVN { return reported().OVN }, "20s", "250ms").Should(Equal(&state.OVN{BridgeMappings: []state.BridgeMapping{
+			{Localnet: "localnet2", Bridge: "ovs-br1"}, {Localnet: "physnet", Bridge: "br-ex"}}}))
+		Expect(reported().Interfaces).To(ContainElement(SatisfyAll(HaveField("Name", "ovs-br1"), HaveField("Type", state.OVSBridge),
+			HaveField("Bridge.Port", ContainElement(state.BridgePort{Name: "eth2"})))))
+	})
+
+	It("re-applies the bridge and the mapping after a reboot", func() {
+		Expect(stop()).To(Succeed())
+		Expect(n.reboot(ctx)).To(Succeed())
+		Expect(mappings()).To(Equal("physnet:br-ex"), "nm-overlay setup removed nmoverlay's mapping")
+		Eventually(bridges, "20s", "250ms").Should(BeEmpty(), "NetworkManager removed the bridge whose profile went with the tmpfs layer")
+		startHandler()
+		Eventually(enactment("localnet"), "30s").Should(HavePrefix("Available boot-2"))
+		Expect(bridges()).To(ConsistOf("ovs-br1"))
+		Expect(mappings()).To(Equal("localnet2:ovs-br1,physnet:br-ex"))
+	})
+
+	It("removes a deleted policy's bridge and mapping, and only those", func() {
+		Expect(k8s.Delete(ctx, &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "localnet"}})).To(Succeed())
+		Eventually(enactment("localnet"), "30s").Should(Equal("<none>"))
+		Eventually(bridges, "15s", "250ms").Should(BeEmpty())
+		Expect(mappings()).To(Equal("physnet:br-ex"))
+		Eventually(func() *state.OVN { return reported().OVN }, "20s", "250ms").Should(Equal(&state.OVN{BridgeMappings: []state.BridgeMapping{
+			{Localnet: "physnet", Bridge: "br-ex"}}}))
+	})
+})
