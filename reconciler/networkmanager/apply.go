@@ -320,7 +320,17 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 		var targets []activation
 		for _, t := range stage {
 			if err := c.activate(ctx, &t); err != nil {
-				return fmt.Errorf("%s: activating: %w", t.name, err)
+				// NetworkManager cancels a request whose device is being released by its
+				// controller at that moment (an OVS bridge activated again): asked again,
+				// once, as a dropped activation is.
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(250 * time.Millisecond):
+				}
+				if err := c.activate(ctx, &t); err != nil {
+					return fmt.Errorf("%s: activating: %w", t.name, err)
+				}
 			}
 			if t.ovs {
 				ovs = append(ovs, t)
