@@ -232,7 +232,9 @@ interfaces:
 		Expect(state.Verify(desired(localnet, ontoManual, brEx), s)).To(BeEmpty())
 
 		// The same policies again: no profile rewritten, nothing activated again.
-		active := func() string { return run("nmcli", "-t", "-f", "UUID,DEVICE,ACTIVE-PATH", "connection", "show", "--active") }
+		active := func() string {
+			return run("nmcli", "-t", "-f", "UUID,DEVICE,ACTIVE-PATH", "connection", "show", "--active")
+		}
 		activeBefore, filesBefore := active(), upper()
 		Expect(apply(localnet, ontoManual, brEx).Commit(ctx)).To(Succeed())
 		Expect(active()).To(Equal(activeBefore))
