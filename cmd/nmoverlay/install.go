@@ -104,49 +104,61 @@ func readPolicies(file string) ([]*unstructured.Unstructured, error) {
 	}
 	for i, d := range docs {
 		where := fmt.Sprintf("document %d (%s %s)", i, d.GetKind(), d.GetName())
-		gv := d.GroupVersionKind()
-		if gv.Group != nmstatev1.GroupVersion.Group || d.GetKind() != "NodeNetworkConfigurationPolicy" || (gv.Version != "v1" && gv.Version != "v1beta1") {
-			return nil, fmt.Errorf("%s: apiVersion/kind: want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not %s %s",
-				where, d.GetAPIVersion(), d.GetKind())
-		}
-		// An object name the API server takes, and a label value: its enactments carry it in
-		// nmstate.io/policy (as the admission policy nmoverlay-policy-checks checks).
-		if len(validation.IsDNS1123Subdomain(d.GetName())) > 0 || len(validation.IsValidLabelValue(d.GetName())) > 0 {
-			return nil, fmt.Errorf("%s: metadata.name: must be a label value (at most 63 characters of a-z, 0-9, '-' and '.'): its enactments are labelled with it", where)
-		}
-		if d.GetNamespace() != "" {
-			return nil, fmt.Errorf("%s: metadata.namespace: policies are cluster-scoped", where)
-		}
-		var spec struct {
-			Capture      map[string]string `json:"capture"`
-			DesiredState json.RawMessage   `json:"desiredState"`
-		}
-		raw, _ := json.Marshal(d.Object["spec"])
-		if err := json.Unmarshal(raw, &spec); err != nil {
-			return nil, fmt.Errorf("%s: spec: %w", where, err)
-		}
-		if len(spec.Capture) > 0 {
-			return nil, fmt.Errorf("%s: spec.capture: not supported by nmoverlay yet", where)
-		}
-		if string(spec.DesiredState) == "null" {
-			spec.DesiredState = nil
-		}
-		if _, err := state.Parse(spec.DesiredState); err != nil {
-			// The engine names fields within the desiredState; here they are the policy's.
-			var errs field.Errors
-			if errors.As(err, &errs) {
-				for _, e := range errs {
-					if e.Path == "desiredState" || strings.HasPrefix(e.Path, "desiredState.") {
-						e.Path = "spec." + e.Path
-					} else {
-						e.Path = "spec.desiredState." + e.Path
-					}
-				}
-			}
+		if err := checkPolicy(d); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	return docs, nil
+}
+
+// isPolicy says whether the document is a NodeNetworkConfigurationPolicy, of any version.
+func isPolicy(d *unstructured.Unstructured) bool {
+	return d.GroupVersionKind().Group == nmstatev1.GroupVersion.Group && d.GetKind() == "NodeNetworkConfigurationPolicy"
+}
+
+// checkPolicy checks one document as the API server and the handler will: an nmstate.io
+// v1 or v1beta1 NodeNetworkConfigurationPolicy whose name can label its enactments, and
+// whose desiredState the engine parses. Field errors (field.Errors) name the policy's
+// fields (spec.desiredState...).
+func checkPolicy(d *unstructured.Unstructured) error {
+	if v := d.GroupVersionKind().Version; !isPolicy(d) || (v != "v1" && v != "v1beta1") {
+		return fmt.Errorf("apiVersion/kind: want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not %s %s", d.GetAPIVersion(), d.GetKind())
+	}
+	// An object name the API server takes, and a label value: its enactments carry it in
+	// nmstate.io/policy (as the admission policy nmoverlay-policy-checks checks).
+	if len(validation.IsDNS1123Subdomain(d.GetName())) > 0 || len(validation.IsValidLabelValue(d.GetName())) > 0 {
+		return errors.New("metadata.name: must be a label value (at most 63 characters of a-z, 0-9, '-' and '.'): its enactments are labelled with it")
+	}
+	if d.GetNamespace() != "" {
+		return errors.New("metadata.namespace: policies are cluster-scoped")
+	}
+	var spec struct {
+		Capture      map[string]string `json:"capture"`
+		DesiredState json.RawMessage   `json:"desiredState"`
+	}
+	raw, _ := json.Marshal(d.Object["spec"])
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	if len(spec.Capture) > 0 {
+		return errors.New("spec.capture: not supported by nmoverlay yet")
+	}
+	if string(spec.DesiredState) == "null" {
+		spec.DesiredState = nil
+	}
+	_, err := state.Parse(spec.DesiredState)
+	// The engine names fields within the desiredState; here they are the policy's.
+	var errs field.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			if e.Path == "desiredState" || strings.HasPrefix(e.Path, "desiredState.") {
+				e.Path = "spec." + e.Path
+			} else {
+				e.Path = "spec.desiredState." + e.Path
+			}
+		}
+	}
+	return err
 }
 
 // writeInstallManifests writes files under dir, each atomically, once all are rendered.

@@ -1,7 +1,8 @@
 // Command nmoverlay renders what a cluster administrator applies: the MachineConfigs that
 // put NetworkManager's keyfile dir on the overlay (`nmoverlay machineconfigs`), and those
 // followed by nmoverlay's cluster side, the objects of deploy/ as kubectl apply -k would
-// create them (`nmoverlay render`), so that one kubectl apply -f - installs everything.
+// create them (`nmoverlay render`), so that one kubectl apply -f - installs everything. It
+// also checks policy manifests offline (`nmoverlay validate`).
 package main
 
 import (
@@ -19,11 +20,12 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/field"
 )
 
-const usage = `nmoverlay: render nmoverlay's cluster configuration
+const usage = `nmoverlay: render nmoverlay's cluster configuration, check policies
 
 Usage:
   nmoverlay render [flags]           MachineConfigs, then the cluster side (deploy/), for kubectl apply -f -
   nmoverlay machineconfigs [flags]   MachineConfig YAML for oc apply -f -
+  nmoverlay validate FILE|DIR...     check policy manifests offline, as the handler parses them
   nmoverlay help
 
 Run "nmoverlay render -h" or "nmoverlay machineconfigs -h" for the flags.
@@ -47,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return machineConfigsCommand.run(args[1:], stdout, stderr)
 	case "render":
 		return renderCommand.run(args[1:], stdout, stderr)
+	case "validate":
+		return runValidate(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	validLocalnet = `apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata:
+  name: localnet
+spec:
+  desiredState:
+    interfaces:
+    - {name: ovs-br1, type: ovs-bridge, bridge: {options: {stp: false}, port: [{name: eth1}]}}
+    ovn:
+      bridge-mappings: [{localnet: localnet1, bridge: ovs-br1}]
+`
+	// Two documents, the second with two mistakes; a ConfigMap between them.
+	twoPolicies = `apiVersion: nmstate.io/v1beta1
+kind: NodeNetworkConfigurationPolicy
+metadata: {name: fine}
+spec:
+  desiredState:
+    interfaces: [{name: eth1, type: ethernet, mtu: 9000}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unrelated}
+---
+apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata: {name: broken}
+spec:
+  desiredState:
+    interfaces:
+    - {name: eth1, type: ethernet, mtu: 70000}
+    - {name: eth2, type: ethernet, ipv4: {enabled: 'yes please'}}
+`
+)
+
+func TestValidate(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"good/localnet.yaml":   validLocalnet,
+		"good/README.md":       "not a manifest",
+		"mixed/policies.yml":   twoPolicies,
+		"other/configmap.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}`,
+	})
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"a valid directory", []string{filepath.Join(dir, "good")}, exitOK, "1 policies in 1 file(s): valid", nil},
+		{"the test policies", []string{"../../test/integration/testdata/policies"}, exitOK, "policies in 4 file(s): valid", nil},
+		{"every error of every document, with file, document, policy and field", []string{filepath.Join(dir, "good"), filepath.Join(dir, "mixed", "policies.yml")}, exitError, "", []string{
+			filepath.Join(dir, "mixed", "policies.yml") + ": document 2 (policy broken): spec.desiredState.interfaces[0].mtu: 70000 is out of range 68..65535",
+			filepath.Join(dir, "mixed", "policies.yml") + ": document 2 (policy broken): spec.desiredState.interfaces[1].ipv4.enabled: must be true or false",
+			"2 problem(s) in 2 file(s), 3 policies read",
+		}},
+		{"no policy at all", []string{filepath.Join(dir, "other")}, exitError, "", []string{"no NodeNetworkConfigurationPolicy in 1 file(s)"}},
+		{"a missing path", []string{filepath.Join(dir, "nosuch")}, exitError, "", []string{"no such file or directory"}},
+		{"nothing named", nil, exitUsage, "", []string{"name at least one file or directory"}},
+		{"help", []string{"-h"}, exitOK, "Usage: nmoverlay validate FILE|DIR...", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"validate"}, tc.args...), &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+			if tc.stderr == nil && stderr.Len() != 0 {
+				t.Errorf("stderr %q, want empty", stderr.String())
+			}
+		})
+	}
+}
