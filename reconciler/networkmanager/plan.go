@@ -144,6 +144,26 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 			}
 		}
 	}
+	if desired.RouteRules != nil {
+		// Removals first, as for routes.
+		for _, absent := range []bool{true, false} {
+			for i, r := range desired.RouteRules.Config {
+				if (r.State == "absent") != absent {
+					continue
+				}
+				names, err := h.ruleCarriers(i, r, desired, prune)
+				if err != nil {
+					return nil, err
+				}
+				for _, name := range names {
+					p := pl.perIface[name]
+					p.rules = append(p.rules, r)
+					pl.perIface[name] = p
+					touch(name)
+				}
+			}
+		}
+	}
 	if d := desired.DNSResolver; d != nil && d.Config != nil {
 		if err := h.placeDNS(d, ordered, pl, prune, touch); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package networkmanager
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -332,3 +333,67 @@ interfaces:
 		t.Errorf("deletes %v", got)
 	}
 }
+
+// Route rules go on the interface that routes their table (OpenShift's documented rules to
+// main next to a route in main via eth1), on their iif, or are refused before anything
+// changes; an absent rule leaves the persistent profile holding it shadowed without it.
+func TestPlanRouteRules(t *testing.T) {
+	withRule := func(s settings) {
+		s.set("ipv4", "routing-rules", []map[string]dbus.Variant{ruleToNM(state.RouteRule{IPFrom: "203.0.113.0/24", RouteTable: ptr(300)})})
+	}
+	h := testHost(map[string]settings{"eth1": ipProfile("auto", false, "auto", nil), "eth2": ipProfile("manual", true, "disabled", withRule)}, state.State{})
+	desired, err := state.Parse([]byte(`
+interfaces:
+- {name: eth1, type: ethernet, ipv4: {enabled: true, address: [{ip: 192.168.150.3, prefix-length: 24}]}}
+route-rules:
+  config:
+  - {ip-to: 172.30.0.0/16, priority: 1000, route-table: 254}
+  - {family: ipv4, iif: eth3, action: prohibit}
+  - {route-table: 300, state: absent}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.168.150.1, next-hop-interface: eth1, table-id: 254}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordered, _ := state.Order(desired)
+	pl, err := h.plan(desired, ordered, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for name, p := range pl.perIface {
+		for _, r := range p.rules {
+			got[name] = append(got[name], r.Normalized().String())
+		}
+	}
+	want := map[string][]string{
+		"eth1": {"ipv4 priority 1000 to 172.30.0.0/16 table 254"},
+		"eth3": {"ipv4 priority 30000 iif eth3 prohibit"},
+		"eth2": {"table 300 (absent)"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("carriers %v, want %v", got, want)
+	}
+	eth2, err := h.build(state.Interface{Name: "eth2", State: state.Up}, pl, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules := dictList(eth2["ipv4"]["routing-rules"]); len(rules) != 0 {
+		t.Errorf("eth2 keeps the rule an absent rule removes: %v", rules)
+	}
+	eth1, _ := h.build(ordered[0], pl, true)
+	if rules := profileRules(eth1); len(rules) != 1 || rules[0].String() != "ipv4 priority 1000 to 172.30.0.0/16 table 254" {
+		t.Errorf("eth1's rules read back: %v", rules)
+	}
+
+	lonely, _ := state.Parse([]byte(`route-rules: {config: [{ip-from: 192.0.2.0/24, route-table: 200}]}`))
+	_, err = h.plan(lonely, nil, true)
+	var fe *field.Error
+	if !errors.As(err, &fe) || fe.Path != "route-rules.config[0]" || !strings.Contains(fe.Reason, "no interface can carry") {
+		t.Errorf("a rule with nowhere to go: %v", err)
+	}
+}
+
+func ptr(i int) *int { return &i }

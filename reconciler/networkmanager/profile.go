@@ -50,6 +50,7 @@ type portOf struct {
 type plan struct {
 	port    *portOf
 	routes  []state.Route     // routes to add on this interface, or to remove from it
+	rules   []state.RouteRule // route rules to add on this interface's profile, or to remove from it
 	dns     *dnsPlan          // nil: the DNS settings stay as the base has them
 	ovsVLAN *state.BridgeVLAN // an OVS port's VLAN mode and tags
 }
@@ -339,6 +340,7 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 		Routes    []state.Route
 		DNS       *dnsInput
 		OVSVLAN   *state.BridgeVLAN `json:",omitempty"`
+		Rules     []state.RouteRule `json:",omitempty"`
 	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes}
 	if p.dns != nil {
 		in.DNS = &dnsInput{p.dns.servers, p.dns.search, p.dns.preferred}
@@ -346,7 +348,7 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 	if p.port != nil {
 		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
 	}
-	in.OVSVLAN = p.ovsVLAN
+	in.OVSVLAN, in.Rules = p.ovsVLAN, p.rules
 	b, _ := json.Marshal(in)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
@@ -377,6 +379,9 @@ func setIP(s settings, family string, c *state.IPConfig, p plan) error {
 		if err := setRoutes(s, family, p.routes); err != nil {
 			return err
 		}
+	}
+	if len(p.rules) > 0 {
+		setRoutingRules(s, family, p.rules)
 	}
 	if p.dns != nil {
 		setDNS(s, family, p.dns)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/godbus/dbus/v5"
@@ -110,6 +111,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	devs := objs.devices()
 	var s state.State
 	routes := &state.Routes{}
+	rules := &state.RouteRules{}
 	byPath := map[dbus.ObjectPath]device{}
 	tunMAC := map[string]string{}
 	for _, d := range devs {
@@ -142,6 +144,11 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		if a != nil {
 			describe(&it, a, ports, applied)
+			for _, r := range profileRules(a) {
+				if !slices.ContainsFunc(rules.Config, r.Same) {
+					rules.Config = append(rules.Config, r)
+				}
+			}
 		}
 		s.Interfaces = append(s.Interfaces, it)
 	}
@@ -149,6 +156,10 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	sort.Slice(routes.Config, func(i, j int) bool { return routeSortKey(routes.Config[i]) < routeSortKey(routes.Config[j]) })
 	if len(routes.Running) > 0 || len(routes.Config) > 0 {
 		s.Routes = routes
+	}
+	if len(rules.Config) > 0 {
+		sort.Slice(rules.Config, func(i, j int) bool { return rules.Config[i].String() < rules.Config[j].String() })
+		s.RouteRules = rules
 	}
 	running := runningDNS(objs)
 	s.DNSResolver = &state.DNSResolver{Running: running, Config: static.inOrder(running)}

@@ -65,6 +65,7 @@ func Merge(sources []Source) (Merged, error) {
 	conflicts = append(conflicts, m.removedRouteConflicts(routeOwner)...)
 	conflicts = append(conflicts, m.mergeDNS(sorted)...)
 	conflicts = append(conflicts, m.mergeOVN(sorted)...)
+	conflicts = append(conflicts, m.mergeRouteRules(sorted)...)
 
 	if m.State.DNSResolver != nil {
 		m.State.DNSResolver.Interfaces = namedBy(sorted, m.Owners["dns-resolver"])
@@ -235,6 +236,50 @@ func (m *Merged) mergeDNS(sorted []Source) Conflicts {
 			continue
 		}
 		m.Owners["dns-resolver"] = appendOnce(m.Owners["dns-resolver"], src.Policy)
+	}
+	return conflicts
+}
+
+// mergeRouteRules sets m's route rules to every distinct rule of the sources; a rule one
+// policy adds and another removes (an absent rule selects it) is a conflict. Within one
+// policy the removal comes first, as for routes.
+func (m *Merged) mergeRouteRules(sorted []Source) Conflicts {
+	owner := map[string]string{}
+	for _, src := range sorted {
+		if src.State.RouteRules == nil {
+			continue
+		}
+		for _, r := range src.State.RouteRules.Config {
+			if m.State.RouteRules == nil {
+				m.State.RouteRules = &RouteRules{}
+			}
+			m.Owners["route-rules"] = appendOnce(m.Owners["route-rules"], src.Policy)
+			key := r.Normalized().String()
+			if _, dup := owner[key]; dup {
+				continue
+			}
+			owner[key] = src.Policy
+			m.State.RouteRules.Config = append(m.State.RouteRules.Config, r)
+		}
+	}
+	if m.State.RouteRules == nil {
+		return nil
+	}
+	var conflicts Conflicts
+	for _, gone := range m.State.RouteRules.Config {
+		if gone.State != "absent" {
+			continue
+		}
+		for _, r := range m.State.RouteRules.Config {
+			a, b := owner[gone.Normalized().String()], owner[r.Normalized().String()]
+			if r.State != "absent" && a != b && gone.Selects(r) {
+				conflicts = append(conflicts, &Conflict{
+					Path:     "route-rules.config[" + r.Normalized().String() + "]",
+					Reason:   fmt.Sprintf("policy %q adds the rule and policy %q removes it%s", b, a, undoHint),
+					Policies: []string{b, a},
+				})
+			}
+		}
 	}
 	return conflicts
 }

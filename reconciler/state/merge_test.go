@@ -286,3 +286,23 @@ func TestMergeOVS(t *testing.T) {
 		t.Errorf("mappings %+v owners %v", m.State.OVN.BridgeMappings, m.Owners["ovn"])
 	}
 }
+
+func TestMergeRouteRules(t *testing.T) {
+	a := Source{"a", mustParse(t, `route-rules: {config: [{ip-to: 172.30.0.0/16, priority: 1000}]}`)}
+	b := Source{"b", mustParse(t, `route-rules: {config: [{ip-to: 172.30.0.0/16, priority: 1000, route-table: 254}, {ip-from: 192.0.2.0/24, route-table: 200}]}`)}
+	m, err := Merge([]Source{b, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same rule stated with and without its default table is one rule.
+	if len(m.State.RouteRules.Config) != 2 || strings.Join(m.Owners["route-rules"], ",") != "a,b" {
+		t.Errorf("rules %+v owners %v", m.State.RouteRules.Config, m.Owners["route-rules"])
+	}
+	c := Source{"c", mustParse(t, `route-rules: {config: [{route-table: 200, state: absent}]}`)}
+	_, err = Merge([]Source{a, b, c})
+	var conflicts Conflicts
+	if !errors.As(err, &conflicts) || conflicts[0].Path != "route-rules.config[ipv4 priority 30000 from 192.0.2.0/24 table 200]" ||
+		!slices.Equal(conflicts[0].Policies, []string{"b", "c"}) || !strings.Contains(conflicts[0].Reason, "cannot undo another") {
+		t.Errorf("a rule one policy adds and another removes: %v", err)
+	}
+}

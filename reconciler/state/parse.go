@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -164,10 +165,9 @@ func (d *decoder) strings(path string, v any) []string {
 }
 
 var unsupportedTop = map[string]string{
-	"route-rules": "policy routing rules are not applied yet",
-	"hostname":    "the hostname is not network state nmoverlay manages",
-	"ovs-db":      "global Open vSwitch database settings are not applied yet",
-	"dispatch":    "dispatch scripts are not supported",
+	"hostname": "the hostname is not network state nmoverlay manages",
+	"ovs-db":   "global Open vSwitch database settings are not applied yet",
+	"dispatch": "dispatch scripts are not supported",
 }
 
 func (d *decoder) state(v any) State {
@@ -175,7 +175,7 @@ func (d *decoder) state(v any) State {
 	if v == nil {
 		return s
 	}
-	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "dns-resolver", "ovn"}, unsupportedTop)
+	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "route-rules", "dns-resolver", "ovn"}, unsupportedTop)
 	if !ok {
 		return s
 	}
@@ -193,7 +193,72 @@ func (d *decoder) state(v any) State {
 	if v, ok := m["ovn"]; ok {
 		s.OVN = d.ovn(v)
 	}
+	if v, ok := m["route-rules"]; ok {
+		s.RouteRules = d.routeRules(v)
+	}
 	return s
+}
+
+func (d *decoder) routeRules(v any) *RouteRules {
+	m, ok := d.object("route-rules", v, []string{"config"}, map[string]string{"running": "route-rules.running is current state; desired rules go in route-rules.config"})
+	if !ok {
+		return nil
+	}
+	rr := &RouteRules{}
+	if v, ok := m["config"]; ok {
+		for i, e := range d.list("route-rules.config", v) {
+			p := index("route-rules.config", i)
+			em, ok := d.object(p, e, []string{"family", "ip-from", "ip-to", "priority", "route-table", "fwmark", "fwmask", "iif", "action",
+				"suppress-prefix-length", "suppress_prefixlength", "state"}, nil)
+			if !ok {
+				continue
+			}
+			var r RouteRule
+			for _, f := range []struct {
+				key string
+				dst *string
+			}{{"family", &r.Family}, {"ip-from", &r.IPFrom}, {"ip-to", &r.IPTo}, {"iif", &r.IIF}, {"action", &r.Action}, {"state", &r.State}} {
+				if v, ok := em[f.key]; ok {
+					*f.dst = d.str(join(p, f.key), v)
+				}
+			}
+			for _, f := range []struct {
+				key      string
+				dst      **int
+				min, max int64
+			}{{"priority", &r.Priority, 0, math.MaxUint32}, {"route-table", &r.RouteTable, 0, math.MaxUint32},
+				{"suppress-prefix-length", &r.SuppressPrefixLength, 0, 128}, {"suppress_prefixlength", &r.SuppressPrefixLength, 0, 128}} {
+				if v, ok := em[f.key]; ok {
+					*f.dst = d.integer(join(p, f.key), v, f.min, f.max)
+				}
+			}
+			for _, f := range []struct {
+				key string
+				dst **int
+			}{{"fwmark", &r.FWMark}, {"fwmask", &r.FWMask}} {
+				if v, ok := em[f.key]; ok {
+					*f.dst = d.uint32OrHex(join(p, f.key), v)
+				}
+			}
+			rr.Config = append(rr.Config, r)
+		}
+	}
+	return rr
+}
+
+// uint32OrHex reads a 32-bit unsigned integer written as a number or a string, decimal or
+// 0x-prefixed hex (firewall marks are written both ways).
+func (d *decoder) uint32OrHex(path string, v any) *int {
+	if s, ok := v.(string); ok {
+		n, err := strconv.ParseUint(s, 0, 32)
+		if err != nil {
+			d.fail(path, "%q is not a 32-bit unsigned integer (decimal or 0x hex)", s)
+			return nil
+		}
+		i := int(n)
+		return &i
+	}
+	return d.integer(path, v, 0, math.MaxUint32)
 }
 
 func (d *decoder) ovn(v any) *OVN {

@@ -217,7 +217,14 @@ var invalidDocs = []struct {
 	{"not yaml", "interfaces: [", "desiredState", "not valid YAML"},
 	{"top level list", "- a\n- b", "desiredState", "must be a mapping"},
 	{"unknown top-level key", "interface: []", "desiredState.interface", "unknown field"},
-	{"unsupported top-level key", "route-rules: {config: []}", "desiredState.route-rules", "not supported by nmoverlay"},
+	{"unsupported top-level key", "ovs-db: {external_ids: {}}", "desiredState.ovs-db", "not supported by nmoverlay"},
+	{"rule family", "route-rules: {config: [{ip-from: 192.0.2.0/24, family: ipv6, route-table: 200}]}", "route-rules.config[0].ip-from", "is ipv4 but family is ipv6"},
+	{"rule addresses of two families", "route-rules: {config: [{ip-from: 192.0.2.0/24, ip-to: '2001:db8::/64'}]}", "route-rules.config[0].ip-to", "is ipv6 but ip-from is ipv4"},
+	{"rule without family", "route-rules: {config: [{fwmark: 16, route-table: 200}]}", "route-rules.config[0].family", "required when the rule names neither"},
+	{"rule action", "route-rules: {config: [{ip-to: 192.0.2.0/24, action: drop}]}", "route-rules.config[0].action", "not one of blackhole, unreachable, prohibit"},
+	{"rule fwmark", "route-rules: {config: [{ip-to: 192.0.2.0/24, fwmark: '0xzz'}]}", "route-rules.config[0].fwmark", "not a 32-bit unsigned integer"},
+	{"rule address", "route-rules: {config: [{ip-to: 192.0.2.0/33}]}", "route-rules.config[0].ip-to", "not an address or a prefix"},
+	{"absent rule naming nothing", "route-rules: {config: [{state: absent}]}", "route-rules.config[0]", "would remove them all"},
 	{"hostname", "hostname: {config: n1}", "desiredState.hostname", "not supported"},
 	{"interfaces not a list", "interfaces: {name: eth1}", "interfaces", "must be a list"},
 	{"interface not a mapping", "interfaces: [eth1]", "interfaces[0]", "must be a mapping"},
@@ -428,6 +435,44 @@ func TestParseOVSDocs(t *testing.T) {
 	}
 	if iface := ordered[1]; iface.Type != OVSInterface || *iface.CopyMACFrom != "enp2s0" || *iface.IPv4.AutoRouteMetric != 48 {
 		t.Errorf("br-ex interface: %+v", iface)
+	}
+}
+
+// The route rules of OpenShift's documentation (modules/virt-routes-route-rules.adoc: rules
+// to main for the cluster's service networks) and of nmstate's own tests (suppress-prefix-
+// length, a hex fwmark), with their defaults filled in as NetworkManager needs them.
+func TestParseRouteRules(t *testing.T) {
+	s := mustParse(t, `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: true, dhcp: false, address: [{ip: 192.168.150.3, prefix-length: 24}]}}
+route-rules:
+  config:
+  - {ip-to: 172.30.0.0/16, priority: 1000, route-table: 254}
+  - {ip-to: 'fd03::/64', priority: 1000, route-table: 254}
+  - {ip-from: 192.0.2.1, suppress-prefix-length: 0, route-table: 200, fwmark: '0x30', fwmask: 0x10}
+  - {family: ipv6, iif: eth1, action: blackhole}
+  - {route-table: 300, state: absent}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, metric: 150, next-hop-address: 192.168.150.1, next-hop-interface: eth1, table-id: 254}
+`)
+	rules := s.RouteRules.Config
+	if len(rules) != 5 || rules[1].IsIPv6() != true || rules[0].IsIPv6() {
+		t.Fatalf("rules: %+v", rules)
+	}
+	for i, want := range []string{
+		"ipv4 priority 1000 to 172.30.0.0/16 table 254",
+		"ipv6 priority 1000 to fd03::/64 table 254",
+		"ipv4 priority 30000 from 192.0.2.1/32 fwmark 0x30/0x10 table 200 suppress_prefixlength 0",
+		"ipv6 priority 30000 iif eth1 blackhole",
+		"table 300 (absent)",
+	} {
+		if got := rules[i].Normalized().String(); got != want {
+			t.Errorf("rule %d: %q, want %q", i, got, want)
+		}
+	}
+	if !rules[4].Selects(RouteRule{IPTo: "10.0.0.0/8", RouteTable: ptr(300)}) || rules[4].Selects(rules[2]) {
+		t.Errorf("an absent rule selects by the fields it states")
 	}
 }
 

@@ -12,8 +12,41 @@ type State struct {
 	Interfaces  []Interface  `json:"interfaces,omitempty"`
 	Routes      *Routes      `json:"routes,omitempty"`
 	DNSResolver *DNSResolver `json:"dns-resolver,omitempty"`
+	RouteRules  *RouteRules  `json:"route-rules,omitempty"`
 	OVN         *OVN         `json:"ovn,omitempty"`
 }
+
+// RouteRules is the route-rules section: policy routing.
+type RouteRules struct {
+	Config []RouteRule `json:"config,omitempty"`
+}
+
+// RouteRule is one policy routing rule. State absent removes the rules it selects, every
+// field it leaves out a wildcard.
+type RouteRule struct {
+	Family     string `json:"family,omitempty"` // ipv4 or ipv6; implied by ip-from or ip-to
+	IPFrom     string `json:"ip-from,omitempty"`
+	IPTo       string `json:"ip-to,omitempty"`
+	Priority   *int   `json:"priority,omitempty"`
+	RouteTable *int   `json:"route-table,omitempty"`
+	FWMark     *int   `json:"fwmark,omitempty"`
+	FWMask     *int   `json:"fwmask,omitempty"`
+	IIF        string `json:"iif,omitempty"`
+	// Action is blackhole, unreachable or prohibit; none looks the route-table up.
+	Action               string `json:"action,omitempty"`
+	SuppressPrefixLength *int   `json:"suppress-prefix-length,omitempty"`
+	State                string `json:"state,omitempty"` // "" or "absent"
+}
+
+// RouteRuleActions are the actions nmstate names.
+var RouteRuleActions = []string{"blackhole", "unreachable", "prohibit"}
+
+// Defaults NetworkManager needs stated, as nmstate fills them in: a rule's priority, and
+// the table a rule without an action looks up (main).
+const (
+	DefaultRulePriority = 30000
+	MainRouteTable      = 254
+)
 
 // OVN is the ovn section: OVN's bridge mappings, which live in Open vSwitch's database
 // (the Open_vSwitch row's external_ids), not in NetworkManager.

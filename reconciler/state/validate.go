@@ -108,6 +108,11 @@ func Validate(s State) field.Errors {
 		}
 	}
 	validateOVSPorts(s, byName, controllerOf, fail)
+	if s.RouteRules != nil {
+		for i, r := range s.RouteRules.Config {
+			validateRouteRule(index("route-rules.config", i), r, fail)
+		}
+	}
 	if s.OVN != nil {
 		validateOVN(s.OVN, fail)
 	}
@@ -345,6 +350,76 @@ func validateOVN(o *OVN, fail func(string, string, ...any)) {
 		}
 		seen[m.Localnet] = i
 	}
+}
+
+// validateRouteRule checks one route rule: its addresses, of one family, and what it does.
+func validateRouteRule(p string, r RouteRule, fail func(string, string, ...any)) {
+	switch r.State {
+	case "", "absent":
+	default:
+		fail(join(p, "state"), "%q: the only route rule state is absent", r.State)
+	}
+	switch r.Family {
+	case "", "ipv4", "ipv6":
+	default:
+		fail(join(p, "family"), "%q is not ipv4 or ipv6", r.Family)
+	}
+	families := map[string]string{} // family -> the field that implies it
+	if r.Family != "" {
+		families[r.Family] = "family"
+	}
+	for _, f := range [][2]string{{"ip-from", r.IPFrom}, {"ip-to", r.IPTo}} {
+		if f[1] == "" {
+			continue
+		}
+		pfx, err := parseRulePrefix(f[1])
+		if err != nil {
+			fail(join(p, f[0]), "%q is not an address or a prefix (address/length)", f[1])
+			continue
+		}
+		fam := "ipv4"
+		if pfx.Addr().Is6() {
+			fam = "ipv6"
+		}
+		for other, field := range families {
+			if other != fam {
+				fail(join(p, f[0]), "%s is %s but %s is %s", f[1], fam, field, other)
+			}
+		}
+		families[fam] = f[0]
+	}
+	if r.Action != "" && !slices.Contains(RouteRuleActions, r.Action) {
+		fail(join(p, "action"), "%q is not one of %s", r.Action, strings.Join(RouteRuleActions, ", "))
+	}
+	if r.IIF != "" {
+		if e := checkIfname(r.IIF); e != "" {
+			fail(join(p, "iif"), "%q %s", r.IIF, e)
+		}
+	}
+	if r.SuppressPrefixLength != nil && *r.SuppressPrefixLength > 32 && families["ipv6"] == "" {
+		fail(join(p, "suppress-prefix-length"), "%d is longer than an IPv4 prefix", *r.SuppressPrefixLength)
+	}
+	if r.State == "absent" {
+		if (r == RouteRule{State: "absent"}) {
+			fail(p, "an absent route rule must name at least one field: every field left out matches any rule, so this one would remove them all")
+		}
+		return
+	}
+	if len(families) == 0 {
+		fail(join(p, "family"), "required when the rule names neither ip-from nor ip-to")
+	}
+}
+
+// parseRulePrefix reads a rule's ip-from or ip-to: a prefix, or an address (a host).
+func parseRulePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	pfx, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return pfx.Masked(), nil
 }
 
 // validateVXLAN checks the vxlan section of the VXLAN at p.

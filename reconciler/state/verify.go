@@ -47,6 +47,7 @@ func Verify(desired, current State) []string {
 	}
 	verifyRoutes(add, desired.Routes, current.Routes)
 	verifyDNS(add, desired.DNSResolver, current.DNSResolver)
+	verifyRouteRules(add, desired.RouteRules, current.RouteRules)
 	verifyOVN(add, desired.OVN, current.OVN)
 	return diffs
 }

@@ -249,3 +249,23 @@ func TestVerifyOVS(t *testing.T) {
 		t.Errorf("unread mappings: %v", diffs)
 	}
 }
+
+func TestVerifyRouteRules(t *testing.T) {
+	desired := mustParse(t, `route-rules: {config: [{ip-to: 172.30.0.0/16, priority: 1000}, {ip-from: 192.0.2.0/24, route-table: 200, state: absent}]}`)
+	current := State{RouteRules: &RouteRules{Config: []RouteRule{
+		{Family: "ipv4", IPTo: "172.30.0.0/16", Priority: ptr(1000), RouteTable: ptr(254)},
+		{Family: "ipv4", IPFrom: "198.51.100.0/24", Priority: ptr(30000), RouteTable: ptr(200)},
+	}}}
+	if diffs := Verify(desired, current); len(diffs) != 0 {
+		t.Fatalf("converged rules reported as %v", diffs)
+	}
+	current.RouteRules.Config[0].RouteTable = ptr(100)
+	current.RouteRules.Config[1].IPFrom = "192.0.2.0/24"
+	want := []string{
+		"route-rules.config[ipv4 priority 1000 to 172.30.0.0/16 table 254]: missing",
+		"route-rules.config[from 192.0.2.0/24 table 200 (absent)]: ipv4 priority 30000 from 192.0.2.0/24 table 200 still configured, want absent",
+	}
+	if diffs := Verify(desired, current); !slices.Equal(diffs, want) {
+		t.Errorf("diffs:\n%s\nwant:\n%s", strings.Join(diffs, "\n"), strings.Join(want, "\n"))
+	}
+}
