@@ -471,6 +471,9 @@ routes:
 			t.Errorf("rule %d: %q, want %q", i, got, want)
 		}
 	}
+	if full := (RouteRule{IPTo: "10.0.0.0/8", FWMark: ptr(1), FWMask: ptr(0xffffffff)}); !full.Same(RouteRule{IPTo: "10.0.0.0/8", FWMark: ptr(1)}) {
+		t.Errorf("a mask of the whole mark is the kernel's default, and reads back as none")
+	}
 	if !rules[4].Selects(RouteRule{IPTo: "10.0.0.0/8", RouteTable: ptr(300)}) || rules[4].Selects(rules[2]) {
 		t.Errorf("an absent rule selects by the fields it states")
 	}

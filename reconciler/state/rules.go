@@ -6,6 +6,9 @@ import (
 	"strings"
 )
 
+// fullMask is a firewall mark mask that keeps the whole mark.
+const fullMask = 0xffffffff
+
 // IsIPv6 says whether the rule is of the IPv6 family: its family, else its addresses.
 func (r RouteRule) IsIPv6() bool {
 	if r.Family != "" {
@@ -33,6 +36,9 @@ func (r RouteRule) Normalized() RouteRule {
 		if pfx, err := parseRulePrefix(*f); err == nil {
 			*f = pfx.String()
 		}
+	}
+	if n.FWMask != nil && *n.FWMask == fullMask {
+		n.FWMask = nil // the kernel's default for a mark: NetworkManager reads it back so
 	}
 	if r.State == "absent" {
 		if r.Family == "" && r.IPFrom == "" && r.IPTo == "" {
