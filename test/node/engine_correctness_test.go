@@ -15,7 +15,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
@@ -35,24 +34,13 @@ var _ = Describe("the engine on ordinary policies", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		return out
 	}
-	merge := func(policies ...string) state.State {
-		var sources []state.Source
-		for i, doc := range policies {
-			s, err := state.Parse([]byte(doc))
-			Expect(err).NotTo(HaveOccurred())
-			sources = append(sources, state.Source{Policy: string(rune('a' + i)), State: s})
-		}
-		m, err := state.Merge(sources)
-		Expect(err).NotTo(HaveOccurred())
-		return m.State
-	}
 	apply := func(policies ...string) {
-		tx, err := nm.Apply(ctx, merge(policies...), networkmanager.ApplyOptions{Prune: true})
+		tx, err := nm.Apply(ctx, mergePolicies(policies...), networkmanager.ApplyOptions{Prune: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 	}
 	applyAdding := func(doc string) {
-		tx, err := nm.Apply(ctx, merge(doc), networkmanager.ApplyOptions{})
+		tx, err := nm.Apply(ctx, mergePolicies(doc), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 	}
@@ -197,7 +185,7 @@ interfaces:
 
 		It("refuses DNS no interface can carry, before any checkpoint, with the field path", func() {
 			before := mustRun(n, "nmcli", "-g", "NAME,UUID", "con", "show")
-			_, err := nm.Apply(ctx, merge(
+			_, err := nm.Apply(ctx, mergePolicies(
 				`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}, ipv6: {enabled: false}}]`,
 				`dns-resolver: {config: {server: ["2001:db8:1::53"]}}`), networkmanager.ApplyOptions{Prune: true})
 			var fe *field.Error
@@ -215,11 +203,11 @@ interfaces:
 	})
 
 	It("a port leaving its controller comes back with IPv6 off, not NetworkManager's auto", func() {
-		tx, err := nm.Apply(ctx, merge(`interfaces: [{name: br2, type: linux-bridge, state: up, bridge: {options: {stp: {enabled: false}}, port: [{name: eth2}]}}]`), networkmanager.ApplyOptions{})
+		tx, err := nm.Apply(ctx, mergePolicies(`interfaces: [{name: br2, type: linux-bridge, state: up, bridge: {options: {stp: {enabled: false}}, port: [{name: eth2}]}}]`), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		Expect(ip("link", "show", "eth2")).To(ContainSubstring("master br2"))
-		tx, err = nm.Apply(ctx, merge(`interfaces: [{name: br2, state: absent}, {name: eth2, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 198.51.100.2, prefix-length: 24}]}}]`), networkmanager.ApplyOptions{})
+		tx, err = nm.Apply(ctx, mergePolicies(`interfaces: [{name: br2, state: absent}, {name: eth2, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 198.51.100.2, prefix-length: 24}]}}]`), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		Expect(profileField("eth2", "ipv6.method")).To(Equal("disabled"))
@@ -229,11 +217,11 @@ interfaces:
 	// This host's kernel has no bonding (the VM tier removes bonds): a bridge is a
 	// controller all the same.
 	It("removing a controller without prune removes its ports' profiles too", func() {
-		tx, err := nm.Apply(ctx, merge(`interfaces: [{name: br7, type: linux-bridge, state: up, bridge: {options: {stp: {enabled: false}}, port: [{name: eth3}]}}]`), networkmanager.ApplyOptions{})
+		tx, err := nm.Apply(ctx, mergePolicies(`interfaces: [{name: br7, type: linux-bridge, state: up, bridge: {options: {stp: {enabled: false}}, port: [{name: eth3}]}}]`), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		Expect(mustRun(n, "nmcli", "-g", "connection.master", "con", "show", "eth3")).To(ContainSubstring("br7"))
-		tx, err = nm.Apply(ctx, merge(`interfaces: [{name: br7, state: absent}]`), networkmanager.ApplyOptions{})
+		tx, err = nm.Apply(ctx, mergePolicies(`interfaces: [{name: br7, state: absent}]`), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		_, err = n.Run(ctx, "nmcli", "con", "show", "eth3")

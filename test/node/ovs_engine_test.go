@@ -53,17 +53,7 @@ var _ = Describe("Open vSwitch policies through the engine", Ordered, func() {
 			OVSDBSocket: n.PathInNode(nmhost.OVSDBSocket)}
 		show = node.ShowWithMappings(nm.Show, engine.OVSDBSocket)
 	}
-	desired := func(docs ...string) state.State {
-		var sources []state.Source
-		for i, doc := range docs {
-			s, err := state.Parse([]byte(doc))
-			Expect(err).NotTo(HaveOccurred())
-			sources = append(sources, state.Source{Policy: string(rune('a' + i)), State: s})
-		}
-		m, err := state.Merge(sources)
-		Expect(err).NotTo(HaveOccurred())
-		return m.State
-	}
+	desired := mergePolicies
 	apply := func(docs ...string) node.Transaction {
 		tx, err := engine.Apply(ctx, desired(docs...))
 		Expect(err).NotTo(HaveOccurred(), n.NMLog())

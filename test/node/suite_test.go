@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
@@ -33,3 +34,17 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kit.RemoveBinaries)
 })
+
+// mergePolicies is the node's desired state from policies' desiredStates, as the handler
+// merges them (policies named a, b, ... in order).
+func mergePolicies(docs ...string) state.State {
+	var sources []state.Source
+	for i, doc := range docs {
+		s, err := state.Parse([]byte(doc))
+		Expect(err).NotTo(HaveOccurred())
+		sources = append(sources, state.Source{Policy: string(rune('a' + i)), State: s})
+	}
+	m, err := state.Merge(sources)
+	Expect(err).NotTo(HaveOccurred())
+	return m.State
+}
