@@ -15,7 +15,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
-	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
@@ -37,20 +36,7 @@ var _ = Describe("the handler on a real node", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	stopHandler := func() { Expect(stop()).To(Succeed()) }
-	enactment := func(policy string) func() string {
-		return func() string {
-			e := &v1beta1.NodeNetworkConfigurationEnactment{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey("e2e", policy)}, e); err != nil {
-				return "<none>"
-			}
-			for _, c := range e.Status.Conditions {
-				if c.Status == metav1.ConditionTrue {
-					return c.Type + " " + e.Status.BootID + ": " + c.Message
-				}
-			}
-			return "<no condition>"
-		}
-	}
+	enactment := func(policy string) func() string { return enactmentSummary(k8s, "e2e", policy) }
 	addrs := func() string {
 		out, _ := n.Run(ctx, "ip", "-4", "addr", "show", "eth1")
 		return out

@@ -46,20 +46,7 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 	mappings := func() string {
 		return strings.Trim(run("ovs-vsctl", "--if-exists", "get", "Open_vSwitch", ".", "external_ids:"+ovsdb.BridgeMappingsKey), `"`)
 	}
-	enactment := func(policy string) func() string {
-		return func() string {
-			e := &v1beta1.NodeNetworkConfigurationEnactment{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
-				return "<none>"
-			}
-			for _, c := range e.Status.Conditions {
-				if c.Status == metav1.ConditionTrue {
-					return c.Type + " " + e.Status.BootID + ": " + c.Message
-				}
-			}
-			return "<no condition>"
-		}
-	}
+	enactment := func(policy string) func() string { return enactmentSummary(k8s, nodeName, policy) }
 	reported := func() state.State {
 		nns := &v1beta1.NodeNetworkState{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns); err != nil {

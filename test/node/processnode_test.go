@@ -105,9 +105,15 @@ func (p *processNode) printOnFailure() {
 
 // enactment is "<True condition> <boot>: <message>" of the policy's enactment on the node.
 func (p *processNode) enactment(policy string) func() string {
+	return enactmentSummary(p.k8s, p.name, policy)
+}
+
+// enactmentSummary reads the policy's enactment on the node as "<True condition> <boot>:
+// <message>", "<none>" while there is none.
+func enactmentSummary(k8s client.Client, nodeName, policy string) func() string {
 	return func() string {
 		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		if err := p.k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(p.name, policy)}, e); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
 			return "<none>"
 		}
 		for _, c := range e.Status.Conditions {
