@@ -210,7 +210,22 @@ func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool)
 	if r.State != "absent" {
 		return []string{r.NextHopInterface}
 	}
-	var out []string
+	out := h.holders(prune, func(s settings, name string) bool {
+		return (r.NextHopInterface == "" || name == r.NextHopInterface) && slices.ContainsFunc(profileRoutes(s, name), r.Selects)
+	})
+	// An interface the state names gets the removal even when no profile holds the route
+	// yet (it may be created in this apply): its profile is built without it either way.
+	if r.NextHopInterface != "" && len(out) == 0 && desired[r.NextHopInterface] {
+		out = append(out, r.NextHopInterface)
+	}
+	return out
+}
+
+// holders are the interfaces, by name, whose profiles held says hold something to remove:
+// the profile an interface's owned one is built on (the persistent one it shadows, never
+// edited) and, without prune, the owned one itself. Interfaces NetworkManager only
+// follows (external) are never the engine's.
+func (h *host) holders(prune bool, held func(s settings, name string) bool) []string {
 	names := map[string]bool{}
 	for name, d := range h.devs {
 		names[name] = !d.external
@@ -218,23 +233,16 @@ func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool)
 	for name := range h.owned {
 		names[name] = true
 	}
+	var out []string
 	for name, ours := range names {
-		if !ours || r.NextHopInterface != "" && name != r.NextHopInterface {
+		if !ours {
 			continue
 		}
 		base, _ := h.base(name, prune, false)
-		held := slices.ContainsFunc(profileRoutes(base, name), r.Selects)
-		if p, ok := h.owned[name]; ok && !prune {
-			held = held || slices.ContainsFunc(profileRoutes(p.settings, name), r.Selects)
-		}
-		if held {
+		p, owned := h.owned[name]
+		if held(base, name) || owned && !prune && held(p.settings, name) {
 			out = append(out, name)
 		}
-	}
-	// An interface the state names gets the removal even when no profile holds the route
-	// yet (it may be created in this apply): its profile is built without it either way.
-	if r.NextHopInterface != "" && len(out) == 0 && desired[r.NextHopInterface] {
-		out = append(out, r.NextHopInterface)
 	}
 	sort.Strings(out)
 	return out
@@ -334,11 +342,9 @@ func (h *host) deletes(interfaces []state.Interface, prune bool) []string {
 	for _, it := range interfaces {
 		named[it.Key()] = true
 		if it.State == state.Absent {
-			// nmstate's absent without a type removes every interface of the name.
-			for _, k := range []string{it.Key(), state.Interface{Name: it.Name, Type: state.OVSBridge}.Key()} {
-				if it.Type == "" || k == it.Key() {
-					removed[k] = true
-				}
+			removed[it.Key()] = true
+			if it.Type == "" { // nmstate's absent without a type removes every interface of the name
+				removed[state.Interface{Name: it.Name, Type: state.OVSBridge}.Key()] = true
 			}
 		}
 	}

@@ -156,22 +156,7 @@ func setRoutingRules(s settings, family string, want []state.RouteRule) {
 // persistent one the interface runs, shadowed) holding a rule it selects.
 func (h *host) ruleCarriers(i int, r state.RouteRule, desired state.State, prune bool) ([]string, error) {
 	if r.State == "absent" {
-		var out []string
-		for name, d := range h.devs {
-			if d.external || d.typ == "" {
-				continue
-			}
-			base, _ := h.base(name, prune, false)
-			held := slices.ContainsFunc(profileRules(base), r.Selects)
-			if p, ok := h.owned[name]; ok && !prune {
-				held = held || slices.ContainsFunc(profileRules(p.settings), r.Selects)
-			}
-			if held {
-				out = append(out, name)
-			}
-		}
-		sort.Strings(out)
-		return out, nil
+		return h.holders(prune, func(s settings, _ string) bool { return slices.ContainsFunc(profileRules(s), r.Selects) }), nil
 	}
 	if r.IIF != "" {
 		return []string{r.IIF}, nil
