@@ -36,11 +36,6 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 	h := &host{profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
 		current: sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })}
 	for _, d := range devs {
-		// On the userspace datapath an OVS internal interface is also a tap device of the
-		// same name, outside the model: the OVS interface is the one that counts.
-		if prev, ok := h.devs[d.key]; ok && prev.typ != "" && d.typ == "" {
-			continue
-		}
 		h.devs[d.key] = d
 	}
 	for _, p := range profiles {

@@ -93,8 +93,30 @@ func (o objects) devices() []device {
 		d.external = flags&activeStateFlagExternal != 0
 		out = append(out, d)
 	}
+	out = foldTaps(out)
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// foldTaps drops the tap NetworkManager shows beside an OVS internal interface of the
+// same name on the userspace datapath (the interface's kernel side), giving its MAC
+// address to the OVS interface, which has none of its own there.
+func foldTaps(devs []device) []device {
+	tapMAC, ovsIface := map[string]string{}, map[string]bool{}
+	for _, d := range devs {
+		switch {
+		case d.nmType == nmDeviceTypeTun:
+			tapMAC[d.name] = d.mac
+		case d.typ == state.OVSInterface:
+			ovsIface[d.name] = true
+		}
+	}
+	for i, d := range devs { // every one of the name: one may be going while another comes
+		if d.typ == state.OVSInterface && d.mac == "" {
+			devs[i].mac = tapMAC[d.name]
+		}
+	}
+	return slices.DeleteFunc(devs, func(d device) bool { return d.nmType == nmDeviceTypeTun && ovsIface[d.name] })
 }
 
 // Show reads the current state in the model's schema. It holds nothing that changes by
@@ -113,12 +135,8 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	routes := &state.Routes{}
 	rules := &state.RouteRules{}
 	byPath := map[dbus.ObjectPath]device{}
-	tunMAC := map[string]string{}
 	for _, d := range devs {
 		byPath[d.path] = d
-		if d.nmType == nmDeviceTypeTun {
-			tunMAC[d.name] = d.mac
-		}
 	}
 	applied := c.appliedProfiles(ctx, devs)
 	static := staticDNS{}
@@ -128,11 +146,6 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
 		it := deviceInterface(d, props)
-		if mac := tunMAC[d.name]; it.Type == state.OVSInterface && it.MACAddress == nil && mac != "" {
-			// On the userspace datapath an internal interface is a tap, which NetworkManager
-			// shows as a device of its own: the MAC address is that one's.
-			it.MACAddress = &mac
-		}
 		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
 		ports := []string{}
@@ -197,8 +210,9 @@ func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
 		m := int(mtu)
 		it.MTU = &m
 	}
-	if hw, ok := props["HwAddress"].Value().(string); ok && hw != "" {
-		it.MACAddress = &hw
+	if d.mac != "" {
+		mac := d.mac
+		it.MACAddress = &mac
 	}
 	return it
 }
