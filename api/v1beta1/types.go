@@ -44,10 +44,32 @@ type NodeNetworkConfigurationEnactmentStatus struct {
 	// node re-apply every policy.
 	// +optional
 	BootID string `json:"bootID,omitempty"`
+	// CapturedStates are the results of the policy's spec.capture on this node, as
+	// kubernetes-nmstate stores them: evaluated once, against the node's state before the
+	// policy was first applied, and reused on every later apply (a reboot re-converges to
+	// what was captured first, not to what the policy's own change made of the node).
+	// +optional
+	CapturedStates map[string]CapturedState `json:"capturedStates,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CapturedState is one capture's result.
+type CapturedState struct {
+	// +optional
+	State shared.State `json:"state,omitempty"`
+	// +optional
+	MetaInfo CaptureMetaInfo `json:"metaInfo,omitempty"`
+}
+
+// CaptureMetaInfo says when, and by which evaluator, a capture was evaluated.
+type CaptureMetaInfo struct {
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +optional
+	TimeStamp metav1.Time `json:"time,omitempty"`
 }
 
 // NodeNetworkConfigurationEnactment reports one policy on one node; its name is

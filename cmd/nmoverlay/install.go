@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/nmpolicy"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -140,25 +142,68 @@ func checkPolicy(d *unstructured.Unstructured) error {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return fmt.Errorf("spec: %w", err)
 	}
-	if len(spec.Capture) > 0 {
-		return errors.New("spec.capture: not supported by nmoverlay yet")
-	}
 	if string(spec.DesiredState) == "null" {
 		spec.DesiredState = nil
 	}
-	_, err := state.Parse(spec.DesiredState)
-	// The engine names fields within the desiredState; here they are the policy's.
+	return checkDesired(spec.Capture, spec.DesiredState)
+}
+
+// checkDesired parses a policy's captures and desired state as the handler will, without
+// the node: capture syntax and order, and each reference's syntax and capture are
+// checked; what a reference stands for is unknown until a node evaluates it, so the
+// desired state is parsed without those values and nothing is said about them.
+func checkDesired(captures map[string]string, desired []byte) error {
 	var errs field.Errors
-	if errors.As(err, &errs) {
-		for _, e := range errs {
-			if e.Path == "desiredState" || strings.HasPrefix(e.Path, "desiredState.") {
-				e.Path = "spec." + e.Path
-			} else {
-				e.Path = "spec.desiredState." + e.Path
+	if _, cerrs := nmpolicy.ParseAll(captures); cerrs != nil {
+		errs = append(errs, cerrs...)
+	}
+	var stubbed []string
+	if bytes.Contains(desired, []byte("{{")) || bytes.Contains(desired, []byte("}}")) {
+		tree, err := nmpolicy.DecodeDocument(desired)
+		if err != nil {
+			return field.Errors{{Path: "spec.desiredState", Reason: "not valid YAML: " + err.Error()}}
+		}
+		if _, rerrs := nmpolicy.Check(tree, captures); rerrs != nil {
+			errs = append(errs, prefix("desiredState.", rerrs)...)
+		}
+		var stubs any
+		if stubs, stubbed = nmpolicy.Stub(tree); len(stubbed) > 0 {
+			if desired, err = json.Marshal(stubs); err != nil {
+				return err
 			}
 		}
 	}
-	return err
+	_, err := state.Parse(desired)
+	var perrs field.Errors
+	if errors.As(err, &perrs) {
+		for _, e := range perrs {
+			if !nmpolicy.Moot(strings.TrimPrefix(e.Path, "desiredState."), stubbed) {
+				errs = append(errs, e)
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	// The engine names fields within the desiredState; here they are the policy's.
+	for _, e := range errs {
+		switch {
+		case e.Path == "desiredState" || strings.HasPrefix(e.Path, "desiredState.") || strings.HasPrefix(e.Path, "capture."):
+			e.Path = "spec." + e.Path
+		default:
+			e.Path = "spec.desiredState." + e.Path
+		}
+	}
+	return errs
+}
+
+func prefix(p string, errs field.Errors) field.Errors {
+	for _, e := range errs {
+		e.Path = p + e.Path
+	}
+	return errs
 }
 
 // writeInstallManifests writes files under dir, each atomically, once all are rendered.

@@ -35,6 +35,49 @@ spec:
     ovn:
       bridge-mappings: [{localnet: localnet1, bridge: ovs-br1}]
 `
+	// OpenShift's "bridge on the NIC of the default route, keeping its address".
+	validCapture = `apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata:
+  name: br1-on-default-nic
+spec:
+  capture:
+    default-gw: routes.running.destination=="0.0.0.0/0"
+    base-iface: interfaces.name==capture.default-gw.routes.running.0.next-hop-interface
+    base-iface-routes: routes.running.next-hop-interface==capture.default-gw.routes.running.0.next-hop-interface
+    bridge-routes: capture.base-iface-routes | routes.running.next-hop-interface:="br1"
+  desiredState:
+    interfaces:
+    - name: br1
+      type: linux-bridge
+      state: up
+      ipv4: "{{ capture.base-iface.interfaces.0.ipv4 }}"
+      bridge:
+        options: {stp: {enabled: false}}
+        port:
+        - name: "{{ capture.base-iface.interfaces.0.name }}"
+    routes:
+      config: "{{ capture.bridge-routes.routes.running }}"
+`
+	// Mistakes in captures and references, and one the references do not hide.
+	brokenCapture = `apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata: {name: broken-capture}
+spec:
+  capture:
+    gw: routes.running.destination=="0.0.0.0/0"
+    loop-a: capture.loop-b | interfaces.name == "eth0"
+    loop-b: capture.loop-a | interfaces.name == "eth0"
+  desiredState:
+    interfaces:
+    - name: br1
+      type: linux-bridge
+      mtu: 70000
+      ipv4: "{{ capture.nic.interfaces.0.ipv4 }}"
+      bridge:
+        port:
+        - name: "{{ capture.gw.routes.running.0.next-hop-interface"
+`
 	// Two documents, the second with two mistakes; a ConfigMap between them.
 	twoPolicies = `apiVersion: nmstate.io/v1beta1
 kind: NodeNetworkConfigurationPolicy
@@ -62,6 +105,8 @@ func TestValidate(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		"good/localnet.yaml":   validLocalnet,
 		"good/README.md":       "not a manifest",
+		"good/capture.yaml":    validCapture,
+		"bad/capture.yaml":     brokenCapture,
 		"mixed/policies.yml":   twoPolicies,
 		"other/configmap.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}`,
 	})
@@ -72,12 +117,19 @@ func TestValidate(t *testing.T) {
 		stdout string
 		stderr []string
 	}{
-		{"a valid directory", []string{filepath.Join(dir, "good")}, exitOK, "1 policies in 1 file(s): valid", nil},
+		{"a valid directory", []string{filepath.Join(dir, "good")}, exitOK, "2 policies in 2 file(s): valid", nil},
+		{"captures and references checked without their values", []string{filepath.Join(dir, "bad")}, exitError, "", []string{
+			"document 0 (policy broken-capture): spec.capture.loop-a: captures read each other in a cycle: loop-a → loop-b → loop-a",
+			`spec.desiredState.interfaces[0].bridge.port[0].name: "{{ capture.gw.routes.running.0.next-hop-interface": {{ without }}`,
+			`spec.desiredState.interfaces[0].ipv4: references capture "nic", which spec.capture does not define`,
+			"spec.desiredState.interfaces[0].mtu: 70000 is out of range 68..65535",
+			"4 problem(s) in 1 file(s), 1 policies read",
+		}},
 		{"the test policies", []string{"../../test/integration/testdata/policies"}, exitOK, "policies in 4 file(s): valid", nil},
 		{"every error of every document, with file, document, policy and field", []string{filepath.Join(dir, "good"), filepath.Join(dir, "mixed", "policies.yml")}, exitError, "", []string{
 			filepath.Join(dir, "mixed", "policies.yml") + ": document 2 (policy broken): spec.desiredState.interfaces[0].mtu: 70000 is out of range 68..65535",
 			filepath.Join(dir, "mixed", "policies.yml") + ": document 2 (policy broken): spec.desiredState.interfaces[1].ipv4.enabled: must be true or false",
-			"2 problem(s) in 2 file(s), 3 policies read",
+			"2 problem(s) in 3 file(s), 4 policies read",
 		}},
 		{"no policy at all", []string{filepath.Join(dir, "other")}, exitError, "", []string{"no NodeNetworkConfigurationPolicy in 1 file(s)"}},
 		{"a missing path", []string{filepath.Join(dir, "nosuch")}, exitError, "", []string{"no such file or directory"}},

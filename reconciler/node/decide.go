@@ -77,6 +77,8 @@ type Update struct {
 	Event string
 	// Delete: the policy no longer selects the node; its enactment goes.
 	Delete bool
+	// Captured: the results of the policy's captures on this node, kept on its enactment.
+	Captured map[string]v1beta1.CapturedState
 }
 
 // Decision is what a pass does.
@@ -442,6 +444,9 @@ func (u Update) applyTo(e *v1beta1.NodeNetworkConfigurationEnactment) {
 		meta.FindStatusCondition(e.Status.Conditions, u.Condition).LastTransitionTime = metav1.NewTime(*u.ClaimedAt)
 	}
 	e.Status.PolicyGeneration = u.Generation
+	if u.Captured != nil {
+		e.Status.CapturedStates = u.Captured
+	}
 	if u.Condition == shared.EnactmentAvailable {
 		e.Status.BootID, e.Status.DesiredState = u.Boot, shared.State{Raw: u.DesiredState}
 	}

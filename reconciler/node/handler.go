@@ -201,6 +201,9 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 		e := &enactments.Items[i]
 		v.existing[e.Labels[shared.PolicyLabel]] = e
 	}
+	if err := h.renderCaptures(ctx, v, time.Now()); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -251,6 +254,9 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		if d.Apply {
 			if d.NewBoot {
 				log.Info("boot re-convergence: applying the node's policies again", "boot", v.boot, "policies", s.versions(d.Composed.Applied))
+			}
+			if err := h.saveCaptures(ctx, w, v, d.Composed.Applied); err != nil {
+				return reconcile.Result{}, err
 			}
 			if applyErr = h.apply(ctx, v, s.versions(d.Composed.Applied), d.Composed.Apply); applyErr == nil {
 				h.committed = commitKey(v.boot, d.Composed)

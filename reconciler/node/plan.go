@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
@@ -21,8 +22,12 @@ type Policy struct {
 	Name         string
 	Generation   int64
 	NodeSelector map[string]string
+	// Capture is spec.capture. DesiredState is rendered with its results (Captured: from
+	// the enactment, or evaluated by this pass), or CaptureError says why it could not be.
 	Capture      map[string]string
 	DesiredState []byte
+	Captured     map[string]v1beta1.CapturedState
+	CaptureError string
 	// MaxUnavailable bounds how many of the selected nodes apply a new generation at once.
 	MaxUnavailable *intstr.IntOrString
 }
@@ -52,8 +57,8 @@ func MakePlan(selected []Policy) Plan {
 	p := Plan{Failed: map[string]string{}}
 	var sources []state.Source
 	for _, pol := range selected {
-		if len(pol.Capture) > 0 {
-			p.Failed[pol.Name] = "spec.capture: nmpolicy capture expressions are not supported by nmoverlay yet"
+		if pol.CaptureError != "" {
+			p.Failed[pol.Name] = pol.CaptureError
 			continue
 		}
 		s, err := state.Parse(pol.DesiredState)

@@ -34,7 +34,8 @@ func TestMakePlanIsolatesBadPolicies(t *testing.T) {
 		{Name: "invalid", DesiredState: []byte(`{"interfaces":[{"name":"v","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`)},
 		{Name: "mtu-9000", DesiredState: []byte(`{"interfaces":[{"name":"eth2","type":"ethernet","mtu":9000}]}`)},
 		{Name: "mtu-1500", DesiredState: []byte(`{"interfaces":[{"name":"eth2","type":"ethernet","mtu":1500}]}`)},
-		{Name: "captures", Capture: map[string]string{"gw": `routes.running.destination=="0.0.0.0/0"`}},
+		{Name: "captures", Capture: map[string]string{"gw": `routes.running.destination=="0.0.0.0/0"`},
+			CaptureError: `spec.capture.gw: no running route has destination == "0.0.0.0/0"`},
 	})
 	if got := strings.Join(p.Applied, ","); got != "good-bond,good-vlan" {
 		t.Errorf("applied %s", got)
@@ -46,7 +47,7 @@ func TestMakePlanIsolatesBadPolicies(t *testing.T) {
 		"invalid":  "spec.desiredState: interfaces[0].vlan.id: 5000 is out of range 1..4094",
 		"mtu-9000": `policy "mtu-1500"`,
 		"mtu-1500": `policy "mtu-9000"`,
-		"captures": "spec.capture",
+		"captures": "spec.capture.gw: no running route",
 	} {
 		if !strings.Contains(p.Failed[pol], want) {
 			t.Errorf("%s: %q, want it to contain %q", pol, p.Failed[pol], want)

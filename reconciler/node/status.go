@@ -28,6 +28,7 @@ func (h *Handler) write(ctx context.Context, w *readyourwrites.Writes, v *nodeVi
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName)
 	for _, name := range slices.Sorted(maps.Keys(d.Updates)) {
 		u := d.Updates[name]
+		u.Captured = v.captured(name)
 		if u.Delete {
 			e := v.existing[name]
 			if err := h.Client.Delete(ctx, e); client.IgnoreNotFound(err) != nil {

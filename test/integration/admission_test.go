@@ -641,6 +641,28 @@ var _ = Describe("the admission policies", Ordered, func() {
 			p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","mtu":1400}]}`)}
 			Expect(k8s.Update(ctx, p)).To(Succeed())
 		})
+
+		It("keep spec.capture as it was created: its results live on every node's enactment", func() {
+			p := policy("adm-capture", nil, `{"interfaces":[{"name":"{{ capture.nic.interfaces.0.name }}","type":"ethernet","mtu":1400}]}`)
+			p.Spec.Capture = map[string]string{"nic": `interfaces.name == "eth1"`}
+			create(p)
+			p.Labels = map[string]string{"team": "net"}
+			p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"{{ capture.nic.interfaces.0.name }}","type":"ethernet","mtu":1500}]}`)}
+			Expect(k8s.Update(ctx, p)).To(Succeed(), "the desired state and labels may change")
+			for _, changed := range []map[string]string{
+				{"nic": `interfaces.name == "eth2"`},
+				{"nic": `interfaces.name == "eth1"`, "gw": `routes.running.destination == "0.0.0.0/0"`},
+				nil,
+			} {
+				q := p.DeepCopy()
+				q.Spec.Capture = changed
+				expectDenied(k8s.Update(ctx, q), metav1.StatusReasonForbidden, "spec.capture: cannot be changed once the policy exists")
+			}
+			withCapture := policy("adm-capture-later", nil, `{}`)
+			create(withCapture)
+			withCapture.Spec.Capture = map[string]string{"nic": `interfaces.name == "eth1"`}
+			expectDenied(k8s.Update(ctx, withCapture), metav1.StatusReasonForbidden, "spec.capture")
+		})
 	})
 })
 
