@@ -23,6 +23,7 @@ declare -A need=(
   [iptables]=iptables # the fault tier drops API traffic in the fabric
   [dnsmasq]=dnsmasq-base # a DHCP server on the node tier's fabric
   [ovsdb-server]=openvswitch-switch # Open vSwitch on the node tier (userspace datapath)
+  [lldpd]=lldpd # an LLDP neighbour (a switch port) on the node tier's fabric
 )
 missing=()
 for tool in "${!need[@]}"; do

@@ -157,6 +157,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		if a != nil {
 			describe(&it, a, ports, applied)
+			it.LLDP = readLLDP(a, props)
 			for _, r := range profileRules(a) {
 				if !slices.ContainsFunc(rules.Config, r.Same) {
 					rules.Config = append(rules.Config, r)

@@ -411,7 +411,9 @@ func (d *decoder) ifaceSections(path string, m map[string]any, it *Interface) {
 }
 
 func (d *decoder) lldp(path string, v any) *LLDP {
-	lm, ok := d.object(path, v, []string{"enabled"}, map[string]string{"neighbors": "current state only"})
+	// neighbors: what a node reports; nmstate ignores it in a desired state (a state copied
+	// from a NodeNetworkState, or captured whole).
+	lm, ok := d.object(path, v, []string{"enabled", "neighbors"}, nil)
 	if !ok {
 		return nil
 	}

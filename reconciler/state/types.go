@@ -169,9 +169,12 @@ type Address struct {
 	PrefixLength int    `json:"prefix-length"`
 }
 
-// LLDP is an interface's lldp section.
+// LLDP is an interface's lldp section. Neighbors is current state only: what the
+// interface hears, one list of TLVs per neighbour, in nmstate's form (a desired state's is
+// ignored, as nmstate ignores it).
 type LLDP struct {
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled   *bool              `json:"enabled,omitempty"`
+	Neighbors [][]map[string]any `json:"neighbors,omitempty"`
 }
 
 // BondMode is a Linux bonding mode by nmstate's name.

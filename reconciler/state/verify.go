@@ -90,6 +90,12 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	}
 	verifyIP(add, n+".ipv4", want.IPv4, got.IPv4)
 	verifyIP(add, n+".ipv6", want.IPv6, got.IPv6)
+	if want.LLDP != nil && want.LLDP.Enabled != nil {
+		on := got.LLDP != nil && isTrue(got.LLDP.Enabled)
+		if on != *want.LLDP.Enabled {
+			add("%s.lldp.enabled: %t, want %t", n, on, *want.LLDP.Enabled)
+		}
+	}
 	if want.LinkAggregation != nil {
 		verifyBond(add, n, want.LinkAggregation, got.LinkAggregation)
 	}
