@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once) what the VM tier boots under qemu: a Debian kernel and initrd, and a root
-# disk image made from hack/rootfs.sh's root filesystem plus the kernel's modules, dnsmasq
-# (the DHCP server of the published DHCP examples) and a unit that runs the test payload
+# disk image made from hack/rootfs.sh's root filesystem plus the kernel's modules, netdevsim
+# (built here: SR-IOV VFs), dnsmasq (the DHCP server of the published DHCP examples) and a
+# unit that runs the test payload
 # from a 9p share. Prints the directory holding vmlinuz, initrd.img and root.img. Needs
 # root, qemu-utils and e2fsprogs.
 set -euo pipefail
@@ -31,6 +32,21 @@ unshare -m --propagation private sh -c "
   cp /etc/resolv.conf '$work/root/etc/resolv.conf' 2>/dev/null;
   chroot '$work/root' apt-get update -qq &&
   chroot '$work/root' apt-get install -y -qq --no-install-recommends linux-image-amd64 dnsmasq-base >/dev/null" >&2
+# netdevsim, for the SR-IOV scenario: Debian's config lacks it, but its source is
+# self-contained, so it is built out of tree for the image's kernel from that kernel's
+# own source package (TEST-RECIPES §11), and loaded with modprobe (it needs psample).
+kver=$(ls "$work/root/lib/modules")
+kpkg=$(chroot "$work/root" dpkg-query -W -f '${Version}' "linux-image-$kver")
+series=$(echo "$kver" | cut -d. -f1-2) # 6.1
+echo "vm-image.sh: building netdevsim for $kver ($kpkg)" >&2
+apt-get install -y -qq --no-install-recommends "linux-headers-$kver" "linux-source-$series=$kpkg" xz-utils make gcc >/dev/null ||
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "linux-headers-$kver" "linux-source-$series=$kpkg" xz-utils make gcc >/dev/null; }
+mkdir -p "$work/netdevsim"
+tar -xJf "/usr/src/linux-source-$series.tar.xz" -C "$work/netdevsim" --strip-components=4 "linux-source-$series/drivers/net/netdevsim"
+make -s -C "/usr/src/linux-headers-$kver" M="$work/netdevsim" CONFIG_NETDEVSIM=m modules >&2
+strip --strip-debug "$work/netdevsim/netdevsim.ko"
+install -D -m 0644 "$work/netdevsim/netdevsim.ko" "$work/root/lib/modules/$kver/extra/netdevsim.ko"
+depmod -b "$work/root" "$kver"
 cp "$work"/root/boot/vmlinuz-* "$work/vmlinuz"
 cp "$work"/root/boot/initrd.img-* "$work/initrd.img"
 chmod 0644 "$work/vmlinuz" "$work/initrd.img"

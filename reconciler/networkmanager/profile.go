@@ -89,6 +89,9 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	}
 
 	setTypeSection(s, it, typ, p)
+	if typ == state.Ethernet && it.Ethernet != nil && it.Ethernet.SRIOV != nil {
+		setSRIOV(s, it.Ethernet.SRIOV)
+	}
 
 	setController(s, p.port)
 	if p.l2Port() || typ == state.OVSBridge || typ == state.OVSPort {
@@ -139,6 +142,9 @@ func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest st
 		id += "-br"
 	case state.OVSPort:
 		id = "ovs-port-" + id
+	}
+	if it.ProfileName != nil {
+		id = *it.ProfileName
 	}
 	s.set("connection", "id", id)
 	s.set("connection", "uuid", uuid)
@@ -435,6 +441,9 @@ func setIPConfig(s settings, family string, c *state.IPConfig) {
 	}
 	if c.AutoRoutes != nil {
 		s.set(family, "ignore-auto-routes", !*c.AutoRoutes)
+	}
+	if c.AutoRouteTableID != nil {
+		s.set(family, "route-table", uint32(*c.AutoRouteTableID))
 	}
 	if c.AutoRouteMetric != nil {
 		s.set(family, "route-metric", int64(*c.AutoRouteMetric))

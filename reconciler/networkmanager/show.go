@@ -3,6 +3,7 @@ package networkmanager
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sort"
@@ -146,6 +147,19 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
 		it := deviceInterface(d, props)
+		if caps, _ := props["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
+			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
+			// runs in the host's network namespace).
+			link, err := net.InterfaceByName(d.name)
+			if err != nil {
+				return state.State{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+			}
+			sr, err := readSRIOV(uint32(link.Index))
+			if err != nil {
+				return state.State{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+			}
+			it.Ethernet = &state.EthernetConfig{SRIOV: sr}
+		}
 		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
 		ports := []string{}
@@ -158,6 +172,11 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		if a != nil {
 			describe(&it, a, ports, applied)
 			it.LLDP = readLLDP(a, props)
+			// As nmstate: the profile's name when it is not the interface's (OVS profiles are
+			// named by their role: br-ex-br, ovs-port-eth1).
+			if id := a.str("connection", "id"); id != "" && id != it.Name && it.Type != state.OVSBridge && it.Type != state.OVSInterface {
+				it.ProfileName = &id
+			}
 			for _, r := range profileRules(a) {
 				if !slices.ContainsFunc(rules.Config, r.Same) {
 					rules.Config = append(rules.Config, r)
@@ -283,6 +302,10 @@ func describeIP(ip *state.IPConfig, a settings, family string) {
 		if m, ok := a[family]["route-metric"].Value().(int64); ok && m >= 0 { // -1: NetworkManager's default
 			metric := int(m)
 			ip.AutoRouteMetric = &metric
+		}
+		if t, ok := a[family]["route-table"].Value().(uint32); ok && t != 0 { // 0: main
+			table := int(t)
+			ip.AutoRouteTableID = &table
 		}
 	}
 }

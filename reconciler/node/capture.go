@@ -49,7 +49,7 @@ func (h *Handler) renderCaptures(ctx context.Context, v *nodeView, now time.Time
 		}
 		captured, rendered, err := render(p, current, kept, cached, now)
 		if err != nil {
-			p.CaptureError = err.Error()
+			p.CaptureError, p.CaptureRetry = err.Error(), wellFormed(p)
 			continue
 		}
 		p.Captured, p.DesiredState = captured, rendered
@@ -148,4 +148,18 @@ func (v *nodeView) captured(policy string) map[string]v1beta1.CapturedState {
 		}
 	}
 	return nil
+}
+
+// wellFormed says whether a policy's captures and references parse: if they do, what
+// failed depends on the node's state, which may change.
+func wellFormed(p *Policy) bool {
+	if _, errs := nmpolicy.ParseAll(p.Capture); errs != nil {
+		return false
+	}
+	tree, err := nmpolicy.DecodeDocument(p.DesiredState)
+	if err != nil {
+		return false
+	}
+	_, errs := nmpolicy.Check(tree, p.Capture)
+	return errs == nil
 }

@@ -123,6 +123,9 @@ const (
 	// restoreRetry: a node that could not restore its last committed state tries again
 	// (NetworkManager may be restarting).
 	restoreRetry = 2 * time.Second
+	// captureRetry: a policy whose captures found nothing on the node is evaluated again
+	// (an LLDP neighbour not heard yet, an uplink not up yet).
+	captureRetry = 30 * time.Second
 	// at once: another pass right after this one (a claim to rank, innocents to retry).
 	atOnce = time.Millisecond
 )
@@ -143,6 +146,11 @@ func Decide(s Snapshot) Decision {
 		return d
 	}
 	d.Plan = MakePlan(s.Selected)
+	for _, p := range s.Selected {
+		if p.CaptureRetry {
+			d.requeue(captureRetry, true) // a capture that found nothing yet may find it later
+		}
+	}
 	d.reportDrift(s)
 	if !s.Reapply && upToDate(s, d.Plan) && !committedOtherwise(s, d.Plan) {
 		return d

@@ -217,6 +217,16 @@ func TestDecide(t *testing.T) {
 		{name: "up to date: nothing to do",
 			s:    snap([]Policy{a1}, available("a", 1, boot, "d-a")),
 			want: want{}},
+		{name: "a capture that found nothing yet is reported once and looked at again later",
+			s: snap([]Policy{{Name: "c", Generation: 1, Capture: map[string]string{"nic": `interfaces.name=="eth9"`},
+				CaptureError: "spec.capture.nic: no interface has name == \"eth9\"", CaptureRetry: true}},
+				enactment("c", 1, shared.EnactmentFailing, "spec.capture.nic: no interface has name == \"eth9\"", "", nil)),
+			want: want{requeue: captureRetry, jitter: true}},
+		{name: "a capture that does not parse is not looked at again",
+			s: snap([]Policy{{Name: "c", Generation: 1, Capture: map[string]string{"nic": `interfaces.name="eth9"`},
+				CaptureError: "spec.capture.nic: expected"}},
+				enactment("c", 1, shared.EnactmentFailing, "spec.capture.nic: expected", "", nil)),
+			want: want{}},
 		{name: "up to date, and what this process committed: nothing to do",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))

@@ -28,6 +28,9 @@ type Policy struct {
 	DesiredState []byte
 	Captured     map[string]v1beta1.CapturedState
 	CaptureError string
+	// CaptureRetry: the captures are well formed but found nothing on the node yet (no
+	// LLDP neighbour heard, no default route): evaluated again after captureRetry.
+	CaptureRetry bool
 	// MaxUnavailable bounds how many of the selected nodes apply a new generation at once.
 	MaxUnavailable *intstr.IntOrString
 }

@@ -290,7 +290,7 @@ func (d *decoder) ovn(v any) *OVN {
 	return o
 }
 
-var ifaceKeys = []string{"name", "type", "state", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp",
+var ifaceKeys = []string{"name", "type", "state", "profile-name", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp", "ethernet",
 	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth", "patch"}
 
 var unsupportedIface = map[string]string{
@@ -298,11 +298,9 @@ var unsupportedIface = map[string]string{
 	"ovs-db":                   "Open vSwitch external_ids and other_config are not applied yet",
 	"dpdk":                     "DPDK interfaces are not supported",
 	"802.1x":                   "802.1X is not supported",
-	"ethernet":                 "ethernet settings (speed, duplex, sr-iov) are not applied yet",
 	"dispatch":                 "dispatch scripts are not supported",
 	"accept-all-mac-addresses": "not applied yet",
 	"controller":               "name the port in its controller's port list instead",
-	"profile-name":             "profile names are chosen by nmoverlay",
 	"identifier":               "matching interfaces by MAC address is not supported yet",
 	"min-mtu":                  "current state only",
 	"max-mtu":                  "current state only",
@@ -325,6 +323,10 @@ func (d *decoder) iface(path string, v any) Interface {
 		s := d.str(join(path, "description"), v)
 		it.Description = &s
 	}
+	if v, ok := m["profile-name"]; ok {
+		s := d.str(join(path, "profile-name"), v)
+		it.ProfileName = &s
+	}
 	if v, ok := m["mtu"]; ok {
 		it.MTU = d.integer(join(path, "mtu"), v, 68, 65535)
 	}
@@ -345,6 +347,9 @@ func (d *decoder) iface(path string, v any) Interface {
 	if v, ok := m["lldp"]; ok {
 		it.LLDP = d.lldp(join(path, "lldp"), v)
 	}
+	if v, ok := m["ethernet"]; ok {
+		it.Ethernet = d.ethernet(join(path, "ethernet"), v)
+	}
 	d.ifaceSections(path, m, &it)
 	it.Type = it.inferType()
 	return it
@@ -362,6 +367,8 @@ func (d *decoder) ifaceIdentity(path string, m map[string]any, it *Interface) {
 		switch {
 		case slices.Contains(SupportedTypes, InterfaceType(t)):
 			it.Type = InterfaceType(t)
+		case unsupportedTypeReasons[t] != "":
+			d.fail(join(path, "type"), "%q is not supported by nmoverlay: %s", t, unsupportedTypeReasons[t])
 		case slices.Contains(knownUnsupportedTypes, t):
 			d.fail(join(path, "type"), "%q is not supported by nmoverlay (supported: %s)", t, typeList())
 		case t != "":
@@ -439,13 +446,15 @@ func (d *decoder) veth(path string, v any) *VethConfig {
 }
 
 func (d *decoder) ip(path string, v any, v6 bool) *IPConfig {
-	keys := []string{"enabled", "dhcp", "address", "auto-dns", "auto-gateway", "auto-routes", "auto-route-metric"}
+	keys := []string{"enabled", "dhcp", "address", "auto-dns", "auto-gateway", "auto-routes", "auto-route-metric", "auto-route-table-id"}
 	unsupported := map[string]string{
-		"auto-route-table-id": "not applied yet",
-		"dhcp-client-id":      "not applied yet", "dhcp-duid": "not applied yet", "dhcp-send-hostname": "not applied yet",
+		"dhcp-client-id": "not applied yet", "dhcp-duid": "not applied yet", "dhcp-send-hostname": "not applied yet",
 		"dhcp-custom-hostname": "not applied yet", "addr-gen-mode": "not applied yet", "token": "not applied yet",
 		"allow-extra-address": "not applied yet", "dhcp-timeout": "not applied yet", "autoconf-timeout": "not applied yet",
-		"map-to-ipv4": "not applied yet", "forwarding": "not applied yet",
+		"map-to-ipv4": "not applied yet",
+		// Measured: NetworkManager 1.42's settings (nm-settings-dbus(5)) have no per-interface
+		// forwarding; the sysctl set behind its back would outlive the policy.
+		"forwarding": "NetworkManager 1.42 has no per-interface forwarding setting to apply it with",
 	}
 	if v6 {
 		keys = append(keys, "autoconf")
@@ -468,6 +477,9 @@ func (d *decoder) ip(path string, v any, v6 bool) *IPConfig {
 	}
 	if v, ok := m["auto-route-metric"]; ok {
 		c.AutoRouteMetric = d.integer(join(path, "auto-route-metric"), v, 0, math.MaxUint32)
+	}
+	if v, ok := m["auto-route-table-id"]; ok {
+		c.AutoRouteTableID = d.integer(join(path, "auto-route-table-id"), v, 0, math.MaxUint32)
 	}
 	if v, ok := m["address"]; ok {
 		maxPrefix := int64(32)

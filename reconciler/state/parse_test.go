@@ -165,6 +165,20 @@ interfaces:
   state: down
 `,
 	"empty": ``,
+	// OpenShift Virtualization's VF example (modules/virt-example-vf-host-services.adoc).
+	"sr-iov VFs": `
+interfaces:
+- name: ens1f0
+  type: ethernet
+  state: up
+  ethernet:
+    sr-iov:
+      total-vfs: 4
+      drivers-autoprobe: true
+      vfs:
+      - {id: 0, trust: true, vlan-id: 100, qos: 3, vlan-proto: 802.1ad}
+      - {id: 1, mac-address: 02:00:00:00:00:01, spoof-check: false, min-tx-rate: 10, max-tx-rate: 100}
+`,
 }
 
 func TestParseValid(t *testing.T) {
@@ -215,6 +229,25 @@ var invalidDocs = []struct {
 	name, doc, path, reason string
 }{
 	{"not yaml", "interfaces: [", "desiredState", "not valid YAML"},
+	{"VF beyond total-vfs", "interfaces: [{name: ens1f0, type: ethernet, ethernet: {sr-iov: {total-vfs: 2, vfs: [{id: 2, trust: true}]}}}]",
+		"interfaces[0].ethernet.sr-iov.vfs[0].id", "VF 2 does not exist with total-vfs 2"},
+	{"VF listed twice", "interfaces: [{name: ens1f0, type: ethernet, ethernet: {sr-iov: {vfs: [{id: 1}, {id: 1}]}}}]",
+		"interfaces[0].ethernet.sr-iov.vfs[1].id", "VF 1 is listed twice"},
+	{"VF qos without a VLAN", "interfaces: [{name: ens1f0, type: ethernet, ethernet: {sr-iov: {vfs: [{id: 0, qos: 3}]}}}]",
+		"interfaces[0].ethernet.sr-iov.vfs[0]", "give vlan-id"},
+	{"VF vlan-proto", "interfaces: [{name: ens1f0, type: ethernet, ethernet: {sr-iov: {vfs: [{id: 0, vlan-id: 5, vlan-proto: qinq}]}}}]",
+		"interfaces[0].ethernet.sr-iov.vfs[0].vlan-proto", `"qinq" is not one of 802.1q, 802.1ad`},
+	{"VF rates crossed", "interfaces: [{name: ens1f0, type: ethernet, ethernet: {sr-iov: {vfs: [{id: 0, min-tx-rate: 200, max-tx-rate: 100}]}}}]",
+		"interfaces[0].ethernet.sr-iov.vfs[0].min-tx-rate", "200 is above max-tx-rate 100"},
+	{"VF MAC", "interfaces: [{name: ens1f0, type: ethernet, ethernet: {sr-iov: {vfs: [{id: 0, mac-address: '00:11'}]}}}]",
+		"interfaces[0].ethernet.sr-iov.vfs[0].mac-address", "not an Ethernet MAC address"},
+	{"sr-iov on a bond", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup}, ethernet: {sr-iov: {total-vfs: 2}}}]",
+		"interfaces[0].ethernet", "not a bond's"},
+	{"ipv4 forwarding", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, forwarding: true}}]",
+		"interfaces[0].ipv4.forwarding", "NetworkManager 1.42 has no per-interface forwarding setting"},
+	{"ipsec", "interfaces: [{name: hosta_conn, type: ipsec}]", "interfaces[0].type", "no libreswan VPN plugin"},
+	{"ethernet speed", "interfaces: [{name: eth1, type: ethernet, ethernet: {speed: 1000}}]",
+		"interfaces[0].ethernet.speed", "not supported by nmoverlay"},
 	{"top level list", "- a\n- b", "desiredState", "must be a mapping"},
 	{"unknown top-level key", "interface: []", "desiredState.interface", "unknown field"},
 	{"unsupported top-level key", "ovs-db: {external_ids: {}}", "desiredState.ovs-db", "not supported by nmoverlay"},

@@ -97,6 +97,13 @@ var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, M
 var knownUnsupportedTypes = []string{"infiniband", "team", "ipvlan",
 	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "mac-vtap", "wireguard", "dispatch"}
 
+// unsupportedTypeReasons say why, where there is more to say than "not supported".
+var unsupportedTypeReasons = map[string]string{
+	// nmstate applies ipsec through NetworkManager-libreswan, which is not installed with
+	// NetworkManager on these nodes (measured: no VPN plugin in 1.42's plugin dir).
+	"ipsec": "NetworkManager here has no libreswan VPN plugin (NetworkManager-libreswan) to apply it with",
+}
+
 // InterfaceState is what the interface should be.
 type InterfaceState string
 
@@ -109,18 +116,23 @@ const (
 // Interface is one interface and its configuration. Pointers and nil slices mean "not
 // given": nmstate applies only what a desired state names.
 type Interface struct {
-	Name        string         `json:"name"`
-	Type        InterfaceType  `json:"type,omitempty"`
-	State       InterfaceState `json:"state,omitempty"`
-	Description *string        `json:"description,omitempty"`
-	MTU         *int           `json:"mtu,omitempty"`
-	MACAddress  *string        `json:"mac-address,omitempty"`
+	Name  string         `json:"name"`
+	Type  InterfaceType  `json:"type,omitempty"`
+	State InterfaceState `json:"state,omitempty"`
+	// ProfileName names the interface's profile (NetworkManager's connection id), as
+	// nmstate does; the interface's name by default.
+	ProfileName *string `json:"profile-name,omitempty"`
+	Description *string `json:"description,omitempty"`
+	MTU         *int    `json:"mtu,omitempty"`
+	MACAddress  *string `json:"mac-address,omitempty"`
 	// CopyMACFrom names the interface whose MAC address this one takes, read when applied
 	// (br-ex takes its uplink's, so that DHCP leases and switch ports stay the same).
 	CopyMACFrom *string   `json:"copy-mac-from,omitempty"`
 	IPv4        *IPConfig `json:"ipv4,omitempty"`
 	IPv6        *IPConfig `json:"ipv6,omitempty"`
 	LLDP        *LLDP     `json:"lldp,omitempty"`
+	// Ethernet is the ethernet section: a physical function's SR-IOV VFs.
+	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
 
 	LinkAggregation *BondConfig    `json:"link-aggregation,omitempty"`
 	VLAN            *VLANConfig    `json:"vlan,omitempty"`
@@ -161,6 +173,8 @@ type IPConfig struct {
 	// AutoRouteMetric is the metric of the routes DHCP or autoconf brings (the br-ex
 	// customization's auto-route-metric: 48).
 	AutoRouteMetric *int `json:"auto-route-metric,omitempty"`
+	// AutoRouteTableID is the routing table the routes DHCP or autoconf brings go to.
+	AutoRouteTableID *int `json:"auto-route-table-id,omitempty"`
 }
 
 // Address is a static address.

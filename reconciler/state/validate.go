@@ -80,6 +80,12 @@ func Validate(s State) field.Errors {
 				fail(join(p, "mac-address"), "%q is not an Ethernet MAC address (xx:xx:xx:xx:xx:xx)", *it.MACAddress)
 			}
 		}
+		if it.Ethernet != nil && it.Ethernet.SRIOV != nil {
+			if it.Type != Ethernet && it.Type != "" {
+				fail(join(p, "ethernet"), "sr-iov is an ethernet interface's (a physical function), not a %s's", it.Type)
+			}
+			validateSRIOV(join(p, "ethernet.sr-iov"), it.Ethernet.SRIOV, fail)
+		}
 		validateIP(join(p, "ipv4"), it.IPv4, false, fail)
 		validateIP(join(p, "ipv6"), it.IPv6, true, fail)
 		if it.MTU != nil && *it.MTU < 1280 && it.IPv6 != nil && it.IPv6.Enabled != nil && *it.IPv6.Enabled {

@@ -90,11 +90,21 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	}
 	verifyIP(add, n+".ipv4", want.IPv4, got.IPv4)
 	verifyIP(add, n+".ipv6", want.IPv6, got.IPv6)
+	if want.ProfileName != nil && *want.ProfileName != want.Name && (got.ProfileName == nil || *got.ProfileName != *want.ProfileName) {
+		add("%s.profile-name: %s, want %s", n, strOrNone(got.ProfileName), *want.ProfileName)
+	}
 	if want.LLDP != nil && want.LLDP.Enabled != nil {
 		on := got.LLDP != nil && isTrue(got.LLDP.Enabled)
 		if on != *want.LLDP.Enabled {
 			add("%s.lldp.enabled: %t, want %t", n, on, *want.LLDP.Enabled)
 		}
+	}
+	if want.Ethernet != nil && want.Ethernet.SRIOV != nil {
+		var sr *SRIOVConfig
+		if got.Ethernet != nil {
+			sr = got.Ethernet.SRIOV
+		}
+		verifySRIOV(add, n+".ethernet.sr-iov", want.Ethernet.SRIOV, sr)
 	}
 	if want.LinkAggregation != nil {
 		verifyBond(add, n, want.LinkAggregation, got.LinkAggregation)
@@ -248,6 +258,10 @@ func verifyIP(add func(string, ...any), path string, want, got *IPConfig) {
 	if want.AutoRouteMetric != nil && (isTrue(want.DHCP) || isTrue(want.Autoconf)) &&
 		(got.AutoRouteMetric == nil || *got.AutoRouteMetric != *want.AutoRouteMetric) {
 		add("%s.auto-route-metric: %s, want %d", path, intOrNone(got.AutoRouteMetric), *want.AutoRouteMetric)
+	}
+	if want.AutoRouteTableID != nil && (isTrue(want.DHCP) || isTrue(want.Autoconf)) && *want.AutoRouteTableID != 0 &&
+		(got.AutoRouteTableID == nil || *got.AutoRouteTableID != *want.AutoRouteTableID) {
+		add("%s.auto-route-table-id: %s, want %d", path, intOrNone(got.AutoRouteTableID), *want.AutoRouteTableID)
 	}
 	for _, a := range want.Address {
 		if !slices.ContainsFunc(got.Address, func(h Address) bool { return sameIP(h.IP, a.IP) && h.PrefixLength == a.PrefixLength }) {

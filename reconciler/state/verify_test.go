@@ -13,10 +13,17 @@ const verifyDesired = `
 interfaces:
 - name: eth1
   type: ethernet
+  profile-name: uplink
   mtu: 9000
   mac-address: "02:00:00:00:00:01"
   ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
-  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200}
+  lldp: {enabled: true}
+  ethernet:
+    sr-iov:
+      total-vfs: 2
+      vfs:
+      - {id: 1, mac-address: "02:00:00:00:01:01", spoof-check: false, trust: true, min-tx-rate: 10, max-tx-rate: 100, vlan-id: 100, qos: 3, vlan-proto: 802.1ad}
 - name: bond0
   type: bond
   link-aggregation: {mode: 802.3ad, options: {miimon: "100", lacp_rate: fast}, port: [eth2, eth3]}
@@ -47,10 +54,18 @@ interfaces:
 - name: eth1
   type: ethernet
   state: up
+  profile-name: uplink
   mtu: 9000
   mac-address: "02:00:00:00:00:01"
   ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}]}
-  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, address: [{ip: "fe80::1", prefix-length: 64}]}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200, address: [{ip: "fe80::1", prefix-length: 64}]}
+  lldp: {enabled: true, neighbors: [[{type: 5, system-name: tor-1}]]}
+  ethernet:
+    sr-iov:
+      total-vfs: 2
+      vfs:
+      - {id: 0, mac-address: "02:00:00:00:01:00", spoof-check: true, trust: false, min-tx-rate: 0, max-tx-rate: 0, vlan-id: 0}
+      - {id: 1, mac-address: "02:00:00:00:01:01", spoof-check: false, trust: true, min-tx-rate: 10, max-tx-rate: 100, vlan-id: 100, qos: 3, vlan-proto: 802.1ad}
 - name: bond0
   type: bond
   state: up
@@ -103,6 +118,20 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"ipv6 auto-routes", func(s *State) { iface(s, "eth1").IPv6.AutoRoutes = nil }, "eth1.ipv6.auto-routes"},
 		{"ipv6 auto-route-metric", func(s *State) { *iface(s, "eth1").IPv6.AutoRouteMetric = 100 }, "eth1.ipv6.auto-route-metric: 100, want 48"},
 		{"ipv6 auto-route-metric not set", func(s *State) { iface(s, "eth1").IPv6.AutoRouteMetric = nil }, "eth1.ipv6.auto-route-metric"},
+		{"profile-name", func(s *State) { iface(s, "eth1").ProfileName = nil }, "eth1.profile-name: none, want uplink"},
+		{"ipv6 auto-route-table-id", func(s *State) { *iface(s, "eth1").IPv6.AutoRouteTableID = 254 }, "eth1.ipv6.auto-route-table-id: 254, want 200"},
+		{"lldp", func(s *State) { iface(s, "eth1").LLDP = nil }, "eth1.lldp.enabled: false, want true"},
+		{"total-vfs", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.TotalVFs = 0 }, "eth1.ethernet.sr-iov.total-vfs: 0, want 2"},
+		{"no sr-iov", func(s *State) { iface(s, "eth1").Ethernet = nil }, "eth1.ethernet.sr-iov: the device has no SR-IOV"},
+		{"vf gone", func(s *State) { iface(s, "eth1").Ethernet.SRIOV.VFs = iface(s, "eth1").Ethernet.SRIOV.VFs[:1] }, "eth1.ethernet.sr-iov.vfs[id=1]: no such VF"},
+		{"vf mac", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].MACAddress = "02:00:00:00:01:02" }, "eth1.ethernet.sr-iov.vfs[id=1].mac-address"},
+		{"vf spoof-check", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].SpoofCheck = true }, "eth1.ethernet.sr-iov.vfs[id=1].spoof-check"},
+		{"vf trust", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].Trust = false }, "eth1.ethernet.sr-iov.vfs[id=1].trust"},
+		{"vf min-tx-rate", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].MinTxRate = 0 }, "eth1.ethernet.sr-iov.vfs[id=1].min-tx-rate"},
+		{"vf max-tx-rate", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].MaxTxRate = 0 }, "eth1.ethernet.sr-iov.vfs[id=1].max-tx-rate"},
+		{"vf vlan", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].VLANID = 0 }, "eth1.ethernet.sr-iov.vfs[id=1].vlan-id"},
+		{"vf qos", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].QoS = 0 }, "eth1.ethernet.sr-iov.vfs[id=1].qos"},
+		{"vf vlan-proto", func(s *State) { iface(s, "eth1").Ethernet.SRIOV.VFs[1].VLANProto = VLANProto8021Q }, "eth1.ethernet.sr-iov.vfs[id=1].vlan-proto"},
 		{"bond mode", func(s *State) { iface(s, "bond0").LinkAggregation.Mode = "active-backup" }, "bond0.link-aggregation.mode"},
 		{"bond option", func(s *State) { iface(s, "bond0").LinkAggregation.Options["miimon"] = "200" }, "bond0.link-aggregation.options.miimon"},
 		{"bond option missing", func(s *State) { delete(iface(s, "bond0").LinkAggregation.Options, "lacp_rate") }, "bond0.link-aggregation.options.lacp_rate"},

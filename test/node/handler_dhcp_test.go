@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -29,16 +28,8 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 		}
 		Expect(err).NotTo(HaveOccurred(), "dnsmasq is missing: run hack/install-deps.sh")
 		n = newProcessNodeWith("dhcp", func(node *nmhost.Node, fabricNS string) error {
-			for _, link := range [][2]string{{"dh2", "eth2"}, {"dh3", "eth3"}} {
-				_ = exec.Command("ip", "-n", fabricNS, "link", "del", link[0]).Run()
-				for _, args := range [][]string{
-					{"-n", fabricNS, "link", "add", link[0], "type", "veth", "peer", "name", link[1], "netns", strconv.Itoa(node.PID())},
-					{"-n", fabricNS, "link", "set", link[0], "up"},
-				} {
-					if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-						return fmt.Errorf("ip %v: %v: %s", args, err, out)
-					}
-				}
+			if err := cableToFabric(node, fabricNS, map[string]string{"dh2": "eth2", "dh3": "eth3"}); err != nil {
+				return err
 			}
 			if out, err := exec.Command("ip", "-n", fabricNS, "addr", "add", "198.51.100.1/24", "dev", "dh2").CombinedOutput(); err != nil {
 				return fmt.Errorf("%v: %s", err, out)
@@ -56,7 +47,7 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 	AfterEach(func() { n.printOnFailure() })
 
 	It("a DHCP interface without a lease fails alone, named; the other policy is Available", func() {
-		n.create("served", `{"interfaces":[{"name":"eth2","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true,"auto-gateway":false,"auto-route-metric":48}}]}`)
+		n.create("served", `{"interfaces":[{"name":"eth2","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true,"auto-gateway":false,"auto-route-metric":48,"auto-route-table-id":200}}]}`)
 		n.create("unserved", `{"interfaces":[{"name":"eth3","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true}}]}`)
 		Eventually(n.enactment("unserved"), "60s").Should(SatisfyAll(HavePrefix("Failing"), ContainSubstring("eth3 (waiting for an IP address")))
 		Eventually(n.enactment("served"), "60s").Should(HavePrefix("Available"))
@@ -64,9 +55,12 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 		out, err := n.Run(context.Background(), "ip", "-4", "addr", "show", "eth2")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(SatisfyAll(ContainSubstring("198.51.100.1"), ContainSubstring("dynamic")), "eth2 holds its lease")
-		out, err = n.Run(context.Background(), "ip", "-4", "route", "show", "dev", "eth2")
+		out, err = n.Run(context.Background(), "ip", "-4", "route", "show", "table", "200", "dev", "eth2")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(SatisfyAll(MatchRegexp(`198\.51\.100\.0/24 .*metric 48`), Not(ContainSubstring("default"))),
-			"the lease's route at auto-route-metric, and no default route (auto-gateway: false)")
+			"the lease's route in auto-route-table-id's table at auto-route-metric, and no default route (auto-gateway: false)")
+		out, err = n.Run(context.Background(), "ip", "-4", "route", "show", "table", "main", "dev", "eth2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).NotTo(ContainSubstring("metric 48"), "not in the main table")
 	})
 })

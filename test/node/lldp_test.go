@@ -5,11 +5,9 @@ package node_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -57,16 +55,8 @@ var _ = Describe("the handler with LLDP", Ordered, func() {
 		}
 		Expect(err).NotTo(HaveOccurred(), "lldpd is missing: run hack/install-deps.sh")
 		n = newProcessNodeWith("lldp", func(node *nmhost.Node, fabricNS string) error {
-			for _, link := range [][2]string{{"swp12", "eth2"}, {"swp13", "eth3"}} {
-				_ = exec.Command("ip", "-n", fabricNS, "link", "del", link[0]).Run()
-				for _, args := range [][]string{
-					{"-n", fabricNS, "link", "add", link[0], "type", "veth", "peer", "name", link[1], "netns", strconv.Itoa(node.PID())},
-					{"-n", fabricNS, "link", "set", link[0], "up"},
-				} {
-					if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-						return fmt.Errorf("ip %v: %v: %s", args, err, out)
-					}
-				}
+			if err := cableToFabric(node, fabricNS, map[string]string{"swp12": "eth2", "swp13": "eth3"}); err != nil {
+				return err
 			}
 			return nil
 		})

@@ -4,9 +4,11 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -130,4 +132,21 @@ func (p *processNode) create(name, desired string) {
 	pol := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	pol.Spec.DesiredState = shared.State{Raw: []byte(desired)}
 	Expect(p.k8s.Create(context.Background(), pol)).To(Succeed())
+}
+
+// cableToFabric cables more NICs of a node to ports in its fabric: each port (a veth
+// in the fabric, up) to its NIC in the node, a cable left from the previous boot replaced.
+func cableToFabric(node *nmhost.Node, fabricNS string, nics map[string]string) error {
+	for port, nic := range nics {
+		_ = exec.Command("ip", "-n", fabricNS, "link", "del", port).Run()
+		for _, args := range [][]string{
+			{"-n", fabricNS, "link", "add", port, "type", "veth", "peer", "name", nic, "netns", strconv.Itoa(node.PID())},
+			{"-n", fabricNS, "link", "set", port, "up"},
+		} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("ip %v: %v: %s", args, err, out)
+			}
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,7 +86,13 @@ func gone(dev string) error {
 }
 
 // All are the scenarios, in the order they run.
-var All = append(engineScenarios, publishedScenarios()...)
+var All = func() []Scenario {
+	published := publishedScenarios()
+	// The captures run while the LAN's DHCP server still serves the interfaces the
+	// published examples left up (the last published scenario stops it).
+	last := len(published) - 1
+	return slices.Concat(engineScenarios, published[:last], captureScenarios, published[last:], sriovScenarios)
+}()
 
 var engineScenarios = []Scenario{
 	{"bond active-backup over two NICs with a static address", func(ctx context.Context, e *Env) error {
