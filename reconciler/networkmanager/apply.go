@@ -201,6 +201,9 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
+	if desired, err = h.resolveIdentifiers(desired); err != nil {
+		return nil, err
+	}
 	if desired, err = h.copyMACs(desired); err != nil {
 		return nil, err
 	}

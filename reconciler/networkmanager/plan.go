@@ -546,6 +546,56 @@ func dnsOf(s settings, family string) bool {
 // copyMACs resolves copy-mac-from into mac-address: the named interface's permanent MAC
 // address (a port's current one may be its bond's), else its current one, as read now.
 // The desired state is otherwise unchanged, so verifying it checks the copied address.
+// resolveIdentifiers names each interface identified by MAC address after its device
+// (state.ResolveMACIdentifiers), among the node's real Ethernet and InfiniBand devices.
+// An InfiniBand interface on a node without InfiniBand is refused first, saying so.
+func (h *host) resolveIdentifiers(desired state.State) (state.State, error) {
+	if err := h.checkInfiniBand(desired); err != nil {
+		return desired, err
+	}
+	var devs []state.MACDevice
+	for _, d := range h.devs {
+		if d.real && (d.typ == state.Ethernet || d.typ == state.Veth || d.typ == state.InfiniBand) {
+			devs = append(devs, state.MACDevice{Name: d.name, MAC: d.mac, PermanentMAC: d.permMAC})
+		}
+	}
+	out, errs := state.ResolveMACIdentifiers(desired, devs)
+	if errs != nil {
+		return desired, errs
+	}
+	return out, nil
+}
+
+// checkInfiniBand refuses InfiniBand interfaces where the node has no InfiniBand device,
+// or not the one (a partition's base) they name.
+func (h *host) checkInfiniBand(desired state.State) error {
+	var errs field.Errors
+	have := map[string]bool{}
+	for _, d := range h.devs {
+		if d.real && d.typ == state.InfiniBand {
+			have[d.name] = true
+		}
+	}
+	for _, it := range desired.Interfaces {
+		if it.Type != state.InfiniBand || it.State == state.Absent {
+			continue
+		}
+		path := fmt.Sprintf("interfaces[name=%s]", it.Name)
+		switch {
+		case len(have) == 0:
+			errs = append(errs, &field.Error{Path: path, Reason: "no InfiniBand device here"})
+		case it.InfiniBand != nil && it.InfiniBand.BaseIface != "" && !have[it.InfiniBand.BaseIface]:
+			errs = append(errs, &field.Error{Path: path + ".infiniband.base-iface", Reason: fmt.Sprintf("no InfiniBand device %q here", it.InfiniBand.BaseIface)})
+		case (it.InfiniBand == nil || it.InfiniBand.BaseIface == "") && it.Identifier != state.IdentifyByMAC && !have[it.Name]:
+			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("no InfiniBand device %q here", it.Name)})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 func (h *host) copyMACs(desired state.State) (state.State, error) {
 	var errs field.Errors
 	out := desired

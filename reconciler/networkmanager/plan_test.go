@@ -397,3 +397,54 @@ routes:
 }
 
 func ptr(i int) *int { return &i }
+
+// InfiniBand where the node has none, or not the adapter a partition names: refused before
+// any change, saying so; an identified port is found by its 20-byte address.
+func TestInfiniBandDevices(t *testing.T) {
+	ibMAC := "20:00:55:04:01:FE:80:00:00:00:00:00:00:00:02:C9:02:00:23:13:92"
+	ethOnly := &host{devs: map[string]device{"eth1": {name: "eth1", typ: state.Ethernet, real: true, mac: "52:54:00:00:00:01"}}}
+	withIB := &host{devs: map[string]device{
+		"eth1":    {name: "eth1", typ: state.Ethernet, real: true, mac: "52:54:00:00:00:01"},
+		"ibp27s0": {name: "ibp27s0", typ: state.InfiniBand, real: true, mac: strings.ToLower(ibMAC)},
+	}}
+	published := `interfaces: [{name: ib-storage, type: infiniband, state: up, identifier: mac-address, mac-address: "` + ibMAC + `",
+  infiniband: {mode: datagram, pkey: "0xffff"}, ipv4: {enabled: true, address: [{ip: 100.125.3.4, prefix-length: 16}]}}]`
+	for _, tc := range []struct {
+		name string
+		h    *host
+		doc  string
+		want string // the error, or the interface's name once resolved
+	}{
+		{"OpenShift's IPoIB example, no InfiniBand here", ethOnly, published, "interfaces[name=ib-storage]: no InfiniBand device here"},
+		{"OpenShift's IPoIB example, the adapter found by its address", withIB, published, "ibp27s0"},
+		{"a partition of an adapter the node lacks", withIB, `interfaces: [{name: ib1.8001, type: infiniband, infiniband: {pkey: "0x8001", base-iface: ib1}}]`,
+			`interfaces[name=ib1.8001].infiniband.base-iface: no InfiniBand device "ib1" here`},
+		{"a partition of the adapter", withIB, `interfaces: [{name: ibp27s0.8001, type: infiniband, infiniband: {pkey: "0x8001", base-iface: ibp27s0}}]`, "ibp27s0.8001"},
+		{"an absent one needs no adapter", ethOnly, `interfaces: [{name: ib0, type: infiniband, state: absent}]`, "ib0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := state.Parse([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tc.h.resolveIdentifiers(s)
+			switch {
+			case err != nil && err.Error() != tc.want:
+				t.Errorf("error %q, want %q", err, tc.want)
+			case err == nil && got.Interfaces[0].Name != tc.want:
+				t.Errorf("resolved to %s, want %s", got.Interfaces[0].Name, tc.want)
+			}
+		})
+	}
+	// The profile: the port's own link section, the address to match it by, the partition.
+	s, _ := state.Parse([]byte(`interfaces: [{name: ibp27s0.8001, type: infiniband, mtu: 2044, infiniband: {mode: connected, pkey: "0x8001", base-iface: ibp27s0}}]`))
+	p, err := buildProfile(s.Interfaces[0], state.InfiniBand, nil, "", plan{}, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.str("connection", "type") != "infiniband" || p.str("infiniband", "transport-mode") != "connected" ||
+		p["infiniband"]["p-key"].Value() != int32(0x8001) || p.str("infiniband", "parent") != "ibp27s0" ||
+		p["infiniband"]["mtu"].Value() != uint32(2044) || p["802-3-ethernet"] != nil {
+		t.Errorf("profile %v", p)
+	}
+}

@@ -29,6 +29,7 @@ var connType = map[state.InterfaceType]string{
 	state.OVSBridge:    "ovs-bridge",
 	state.OVSPort:      "ovs-port",
 	state.OVSInterface: "ovs-interface",
+	state.InfiniBand:   "infiniband",
 }
 
 var macvlanMode = map[string]uint32{"vepa": 1, "bridge": 2, "private": 3, "passthru": 4, "source": 5}
@@ -81,10 +82,21 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	}
 	setConnection(s, it, ct, uuid, baseUUID, inputDigest(it, typ, baseUUID, p))
 
-	if it.MTU != nil && typ != state.VRF {
-		s.set("802-3-ethernet", "mtu", uint32(*it.MTU))
+	// The link layer's section: an InfiniBand port's is its own.
+	link := "802-3-ethernet"
+	if typ == state.InfiniBand {
+		link = "infiniband"
 	}
-	if it.MACAddress != nil {
+	if it.MTU != nil && typ != state.VRF {
+		s.set(link, "mtu", uint32(*it.MTU))
+	}
+	switch {
+	case it.MACAddress != nil && it.Identifier == state.IdentifyByMAC:
+		// The device's own address: the profile matches it (and nothing else) by it.
+		if hw, ok := state.HardwareAddress(*it.MACAddress); ok {
+			s.set(link, "mac-address", hw)
+		}
+	case it.MACAddress != nil:
 		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
 	}
 
@@ -232,6 +244,21 @@ func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p p
 	case state.Veth:
 		if v := it.Veth; v != nil {
 			s.set("veth", "peer", v.Peer)
+		}
+	case state.InfiniBand:
+		if ib := it.InfiniBand; ib != nil {
+			if ib.Mode != "" {
+				s.set("infiniband", "transport-mode", ib.Mode)
+			}
+			if ib.PKey != nil && *ib.PKey != state.DefaultPKey {
+				s.set("infiniband", "p-key", int32(*ib.PKey))
+			}
+			if ib.BaseIface != "" {
+				s.set("infiniband", "parent", ib.BaseIface)
+			}
+		}
+		if _, ok := s["infiniband"]; !ok {
+			s["infiniband"] = map[string]dbus.Variant{}
 		}
 	case state.Dummy:
 		if _, ok := s["dummy"]; !ok {

@@ -22,7 +22,7 @@ const activeStateFlagExternal = 0x80
 var deviceType = map[uint32]state.InterfaceType{
 	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
 	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 31: state.VRF,
-	24: state.OVSInterface, 25: state.OVSPort, 26: state.OVSBridge,
+	24: state.OVSInterface, 25: state.OVSPort, 26: state.OVSBridge, 9: state.InfiniBand,
 }
 
 // nmDeviceTypeTun is NM_DEVICE_TYPE_TUN.
@@ -415,6 +415,13 @@ func describe(it *state.Interface, applied settings, ports []string, all map[str
 		for i, p := range ports {
 			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: ovsPortVLAN(all[state.Interface{Name: p, Type: state.OVSPort}.Key()])}
 		}
+	case state.InfiniBand:
+		ib := &state.InfiniBandConfig{Mode: applied.str("infiniband", "transport-mode"), BaseIface: applied.str("infiniband", "parent")}
+		if p, ok := applied["infiniband"]["p-key"].Value().(int32); ok && p >= 0 {
+			pkey := int(p)
+			ib.PKey = &pkey
+		}
+		it.InfiniBand = ib
 	case state.OVSInterface:
 		if peer := applied.str("ovs-patch", "peer"); peer != "" {
 			it.Patch = &state.OVSPatch{Peer: peer}

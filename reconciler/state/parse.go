@@ -290,8 +290,8 @@ func (d *decoder) ovn(v any) *OVN {
 	return o
 }
 
-var ifaceKeys = []string{"name", "type", "state", "profile-name", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp", "ethernet",
-	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth", "patch"}
+var ifaceKeys = []string{"name", "type", "state", "profile-name", "identifier", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp", "ethernet",
+	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth", "patch", "infiniband"}
 
 var unsupportedIface = map[string]string{
 	"ethtool":                  "ethtool settings are not applied yet",
@@ -301,15 +301,16 @@ var unsupportedIface = map[string]string{
 	"dispatch":                 "dispatch scripts are not supported",
 	"accept-all-mac-addresses": "not applied yet",
 	"controller":               "name the port in its controller's port list instead",
-	"identifier":               "matching interfaces by MAC address is not supported yet",
 	"min-mtu":                  "current state only",
 	"max-mtu":                  "current state only",
 	"permanent-mac-address":    "current state only",
 	"wait-ip":                  "not applied yet",
 	"ipvlan":                   "ipvlan is not supported",
-	"infiniband":               "InfiniBand is not supported",
 	"team":                     "team is not supported",
 	"bridge-vlan":              "not applied yet",
+	// Measured: no alternative-name setting in NetworkManager 1.42's (nm-settings-dbus(5)).
+	"alt-names":   "NetworkManager 1.42 has no setting for alternative interface names to apply them with",
+	"pci-address": "matching interfaces by PCI address is not applied yet",
 }
 
 func (d *decoder) iface(path string, v any) Interface {
@@ -322,6 +323,20 @@ func (d *decoder) iface(path string, v any) Interface {
 	if v, ok := m["description"]; ok {
 		s := d.str(join(path, "description"), v)
 		it.Description = &s
+	}
+	if v, ok := m["identifier"]; ok {
+		switch id := d.str(join(path, "identifier"), v); id {
+		case IdentifyByName:
+		case IdentifyByMAC:
+			it.Identifier = id
+			if _, ok := m["mac-address"]; !ok {
+				d.fail(join(path, "mac-address"), "required with identifier: mac-address (the device's MAC address)")
+			}
+		case "pci-address":
+			d.fail(join(path, "identifier"), "not supported by nmoverlay: matching interfaces by PCI address is not applied yet")
+		default:
+			d.fail(join(path, "identifier"), "%q is not one of name, mac-address", id)
+		}
 	}
 	if v, ok := m["profile-name"]; ok {
 		s := d.str(join(path, "profile-name"), v)
@@ -409,6 +424,9 @@ func (d *decoder) ifaceSections(path string, m map[string]any, it *Interface) {
 	}
 	if v, ok := m["veth"]; ok {
 		it.Veth = d.veth(join(path, "veth"), v)
+	}
+	if v, ok := m["infiniband"]; ok {
+		it.InfiniBand = d.infiniband(join(path, "infiniband"), v)
 	}
 	if v, ok := m["patch"]; ok {
 		if pm, ok := d.object(join(path, "patch"), v, []string{"peer"}, nil); ok {

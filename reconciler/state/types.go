@@ -90,11 +90,11 @@ const (
 )
 
 // SupportedTypes are the interface types nmoverlay applies.
-var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, MACVLAN, VXLAN, VRF, Veth, OVSBridge, OVSInterface}
+var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, MACVLAN, VXLAN, VRF, Veth, OVSBridge, OVSInterface, InfiniBand}
 
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
-var knownUnsupportedTypes = []string{"infiniband", "team", "ipvlan",
+var knownUnsupportedTypes = []string{"team", "ipvlan",
 	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "mac-vtap", "wireguard", "dispatch"}
 
 // unsupportedTypeReasons say why, where there is more to say than "not supported".
@@ -122,6 +122,9 @@ type Interface struct {
 	// ProfileName names the interface's profile (NetworkManager's connection id), as
 	// nmstate does; the interface's name by default.
 	ProfileName *string `json:"profile-name,omitempty"`
+	// Identifier says how the interface finds its device: by name (""), or by MAC address
+	// (IdentifyByMAC: mac-address is then the device's, matched, not set).
+	Identifier  string  `json:"identifier,omitempty"`
 	Description *string `json:"description,omitempty"`
 	MTU         *int    `json:"mtu,omitempty"`
 	MACAddress  *string `json:"mac-address,omitempty"`
@@ -141,6 +144,8 @@ type Interface struct {
 	MACVLAN         *MACVLANConfig `json:"mac-vlan,omitempty"`
 	VXLAN           *VXLANConfig   `json:"vxlan,omitempty"`
 	Veth            *VethConfig    `json:"veth,omitempty"`
+	// InfiniBand is an infiniband interface's mode and partition.
+	InfiniBand *InfiniBandConfig `json:"infiniband,omitempty"`
 	// Patch makes an ovs-interface a patch port to another bridge's patch port.
 	Patch *OVSPatch `json:"patch,omitempty"`
 }

@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -32,6 +31,8 @@ func (it Interface) inferType() InterfaceType {
 		return Veth
 	case it.Patch != nil:
 		return OVSInterface
+	case it.InfiniBand != nil:
+		return InfiniBand
 	}
 	return ""
 }
@@ -76,8 +77,15 @@ func Validate(s State) field.Errors {
 			}
 		}
 		if it.MACAddress != nil {
-			if hw, err := net.ParseMAC(*it.MACAddress); err != nil || len(hw) != 6 {
+			hw, ok := HardwareAddress(*it.MACAddress)
+			switch {
+			case it.Type == InfiniBand && (!ok || len(hw) < 20):
+				fail(join(p, "mac-address"), "%q is not an IP-over-InfiniBand hardware address (20 octets)", *it.MACAddress)
+			case it.Type != InfiniBand && (!ok || len(hw) != 6):
 				fail(join(p, "mac-address"), "%q is not an Ethernet MAC address (xx:xx:xx:xx:xx:xx)", *it.MACAddress)
+			}
+			if it.Type == InfiniBand && it.Identifier != IdentifyByMAC && ok {
+				fail(join(p, "mac-address"), "an InfiniBand address is the adapter's: give it with identifier: mac-address to find the port by it")
 			}
 		}
 		if it.Ethernet != nil && it.Ethernet.SRIOV != nil {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -85,13 +86,25 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	if want.MTU != nil && (got.MTU == nil || *got.MTU != *want.MTU) {
 		add("%s.mtu: %s, want %d", n, intOrNone(got.MTU), *want.MTU)
 	}
-	if want.MACAddress != nil && (got.MACAddress == nil || !sameMAC(*got.MACAddress, *want.MACAddress)) {
+	if want.MACAddress != nil && want.Identifier != IdentifyByMAC && (got.MACAddress == nil || !sameMAC(*got.MACAddress, *want.MACAddress)) {
 		add("%s.mac-address: %s, want %s", n, strOrNone(got.MACAddress), *want.MACAddress)
 	}
 	verifyIP(add, n+".ipv4", want.IPv4, got.IPv4)
 	verifyIP(add, n+".ipv6", want.IPv6, got.IPv6)
 	if want.ProfileName != nil && *want.ProfileName != want.Name && (got.ProfileName == nil || *got.ProfileName != *want.ProfileName) {
 		add("%s.profile-name: %s, want %s", n, strOrNone(got.ProfileName), *want.ProfileName)
+	}
+	if w := want.InfiniBand; w != nil {
+		g := got.InfiniBand
+		if g == nil {
+			g = &InfiniBandConfig{}
+		}
+		if w.Mode != "" && g.Mode != w.Mode {
+			add("%s.infiniband.mode: %s, want %s", n, cmp.Or(g.Mode, "none"), w.Mode)
+		}
+		if w.PKey != nil && *w.PKey != DefaultPKey && (g.PKey == nil || *g.PKey != *w.PKey) {
+			add("%s.infiniband.pkey: %s, want %#x", n, intOrNone(g.PKey), *w.PKey)
+		}
 	}
 	if want.LLDP != nil && want.LLDP.Enabled != nil {
 		on := got.LLDP != nil && isTrue(got.LLDP.Enabled)

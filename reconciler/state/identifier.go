@@ -1,0 +1,177 @@
+package state
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
+)
+
+// Identifiers: how an interface of a desired state finds its device.
+const (
+	// IdentifyByName: the device of the interface's name (the default).
+	IdentifyByName = "name"
+	// IdentifyByMAC: the device whose MAC address is the interface's mac-address,
+	// whatever its name; the interface's name names its profile.
+	IdentifyByMAC = "mac-address"
+)
+
+// Renamed is the state with every mention of interface from (its own name, a port, a
+// base interface, a route's or a rule's interface, a MAC source) made to name to instead:
+// an interface identified by MAC address is its device's, known only on the node.
+func (s State) Renamed(from, to string) State {
+	out := s
+	out.Interfaces = make([]Interface, len(s.Interfaces))
+	swap := func(name string) string {
+		if name == from {
+			return to
+		}
+		return name
+	}
+	swapAll := func(names []string) []string {
+		if !slices.Contains(names, from) {
+			return names
+		}
+		c := slices.Clone(names)
+		for i := range c {
+			c[i] = swap(c[i])
+		}
+		return c
+	}
+	for i, it := range s.Interfaces {
+		it.Name = swap(it.Name)
+		if it.CopyMACFrom != nil {
+			v := swap(*it.CopyMACFrom)
+			it.CopyMACFrom = &v
+		}
+		if b := it.LinkAggregation; b != nil {
+			c := *b
+			c.Port = swapAll(b.Port)
+			it.LinkAggregation = &c
+		}
+		if b := it.Bridge; b != nil {
+			c := *b
+			c.Port = slices.Clone(b.Port)
+			for j := range c.Port {
+				c.Port[j].Name = swap(c.Port[j].Name)
+			}
+			it.Bridge = &c
+		}
+		if v := it.VRF; v != nil {
+			c := *v
+			c.Port = swapAll(v.Port)
+			it.VRF = &c
+		}
+		if v := it.VLAN; v != nil {
+			c := *v
+			c.BaseIface = swap(v.BaseIface)
+			it.VLAN = &c
+		}
+		if v := it.MACVLAN; v != nil {
+			c := *v
+			c.BaseIface = swap(v.BaseIface)
+			it.MACVLAN = &c
+		}
+		if v := it.VXLAN; v != nil {
+			c := *v
+			c.BaseIface = swap(v.BaseIface)
+			it.VXLAN = &c
+		}
+		out.Interfaces[i] = it
+	}
+	if s.Routes != nil {
+		r := *s.Routes
+		r.Config = slices.Clone(s.Routes.Config)
+		for i := range r.Config {
+			r.Config[i].NextHopInterface = swap(r.Config[i].NextHopInterface)
+		}
+		out.Routes = &r
+	}
+	if s.RouteRules != nil {
+		r := *s.RouteRules
+		r.Config = slices.Clone(s.RouteRules.Config)
+		for i := range r.Config {
+			r.Config[i].IIF = swap(r.Config[i].IIF)
+		}
+		out.RouteRules = &r
+	}
+	return out
+}
+
+// MACDevice is what identifying an interface by MAC address needs of a device.
+type MACDevice struct {
+	Name, MAC, PermanentMAC string
+}
+
+// ResolveMACIdentifiers finds the device of each interface identified by MAC address (by
+// its permanent address first: a bond's port runs on the bond's) among devs (the node's
+// Ethernet devices) and names the interface after it everywhere in the state; the name
+// the policy gave names its profile (nmstate's profile-name), unless it has one. No
+// device, or several, is an error at the interface's mac-address.
+func ResolveMACIdentifiers(desired State, devs []MACDevice) (State, field.Errors) {
+	var errs field.Errors
+	out := desired
+	for _, it := range desired.Interfaces {
+		if it.Identifier != IdentifyByMAC || it.MACAddress == nil || it.State == Absent {
+			continue
+		}
+		want, ok := HardwareAddress(*it.MACAddress)
+		if !ok {
+			continue // Validate says why
+		}
+		var byPerm, byCurrent []string
+		for _, d := range devs {
+			if hw, ok := HardwareAddress(d.PermanentMAC); ok && bytes.Equal(hw, want) {
+				byPerm = append(byPerm, d.Name)
+			} else if hw, ok := HardwareAddress(d.MAC); ok && bytes.Equal(hw, want) {
+				byCurrent = append(byCurrent, d.Name)
+			}
+		}
+		found := byPerm
+		if len(found) == 0 {
+			found = byCurrent
+		}
+		slices.Sort(found)
+		path := fmt.Sprintf("interfaces[name=%s].mac-address", it.Name)
+		switch {
+		case len(found) == 0:
+			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("no interface with MAC address %s on this node", *it.MACAddress)})
+			continue
+		case len(found) > 1:
+			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("%s is the MAC address of %s: identifier mac-address needs one", *it.MACAddress, strings.Join(found, " and "))})
+			continue
+		}
+		out = out.Renamed(it.Name, found[0])
+		if it.ProfileName == nil {
+			i := slices.IndexFunc(out.Interfaces, func(o Interface) bool { return o.Name == found[0] && o.Identifier == IdentifyByMAC })
+			name := it.Name
+			out.Interfaces[i].ProfileName = &name
+		}
+	}
+	if len(errs) > 0 {
+		return desired, errs
+	}
+	return out, nil
+}
+
+// HardwareAddress reads a link-layer address written as hex octets separated by colons:
+// an Ethernet MAC (6 octets) or an IP-over-InfiniBand one (20; nmstate's own documentation
+// gives 21, the DHCP client-ID form, which it also takes).
+func HardwareAddress(s string) ([]byte, bool) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 6 || len(parts) > 21 {
+		return nil, false
+	}
+	out := make([]byte, len(parts))
+	for i, p := range parts {
+		b, err := hex.DecodeString(p)
+		if len(p) != 2 || err != nil {
+			return nil, false
+		}
+		out[i] = b[0]
+	}
+	return out, true
+}
