@@ -339,8 +339,6 @@ func isNumber(s string) bool {
 	return json.Unmarshal([]byte(s), &n) == nil
 }
 
-func jsonNumber(s string) json.Number { return json.Number(s) }
-
 // ToTree turns a state (state.State, a JSON document) into a Tree, numbers kept as
 // written.
 func ToTree(v any) (Tree, error) {

@@ -10,6 +10,7 @@
 package nmpolicy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -331,7 +332,7 @@ func literal(word string) any {
 		return false
 	}
 	if isNumber(word) {
-		return jsonNumber(word)
+		return json.Number(word)
 	}
 	return word
 }

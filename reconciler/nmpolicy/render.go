@@ -69,17 +69,17 @@ func parseRefs(path, s string) ([]Reference, error) {
 	var refs []Reference
 	rest := 0
 	for {
-		open := strings.Index(s[rest:], "{{")
-		close := strings.Index(s[rest:], "}}")
+		opening := strings.Index(s[rest:], "{{")
+		closing := strings.Index(s[rest:], "}}")
 		switch {
-		case open < 0 && close < 0:
+		case opening < 0 && closing < 0:
 			return refs, nil
-		case open < 0 || (close >= 0 && close < open):
+		case opening < 0 || (closing >= 0 && closing < opening):
 			return nil, fmt.Errorf("%q: }} without {{", s)
-		case close < 0:
+		case closing < 0:
 			return nil, fmt.Errorf("%q: {{ without }}", s)
 		}
-		start, end := rest+open, rest+close+2
+		start, end := rest+opening, rest+closing+2
 		inner := strings.TrimSpace(s[start+2 : end-2])
 		if strings.Contains(inner, "{{") {
 			return nil, fmt.Errorf("%q: {{ inside a reference", s)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -46,11 +45,7 @@ var _ = Describe("interfaces identified by MAC address", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(n.close)
-		Expect(n.start(ctx)).To(Succeed())
-		nm, err = networkmanager.Connect(ctx, n.BusAddress())
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(nm.Close)
-		engine = node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
+		nm, engine = n.engineOn(ctx)
 	})
 	AfterEach(func() {
 		if CurrentSpecReport().Failed() {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -258,4 +260,15 @@ func (o *overlayNode) handlerMetric(sample string) (float64, error) {
 		}
 	}
 	return 0, nil // not observed yet
+}
+
+// engineOn boots the node and connects the handler's engine to its NetworkManager, as
+// engine-level specs use it; the connection closes with the spec's clean-up.
+func (o *overlayNode) engineOn(ctx context.Context) (*networkmanager.Client, node.NetworkManager) {
+	GinkgoHelper()
+	Expect(o.start(ctx)).To(Succeed())
+	nm, err := networkmanager.Connect(ctx, o.BusAddress())
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(nm.Close)
+	return nm, node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -86,11 +85,7 @@ route-rules:
 		b, err := os.ReadFile(persistent)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.WriteFile(persistent, []byte(strings.Replace(string(b), "[ipv4]\n", "[ipv4]\nrouting-rule1=priority 500 from 192.0.2.0/24 table 100\n", 1)), 0o600)).To(Succeed())
-		Expect(n.start(ctx)).To(Succeed())
-		nm, err = networkmanager.Connect(ctx, n.BusAddress())
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(nm.Close)
-		engine = node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
+		nm, engine = n.engineOn(ctx)
 	})
 	AfterEach(func() {
 		if CurrentSpecReport().Failed() {
