@@ -104,6 +104,9 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	if typ == state.Ethernet && it.Ethernet != nil && it.Ethernet.SRIOV != nil {
 		setSRIOV(s, it.Ethernet.SRIOV)
 	}
+	if it.Ethtool != nil {
+		setEthtool(s, it.Ethtool)
+	}
 
 	setController(s, p.port)
 	if p.l2Port() || typ == state.OVSBridge || typ == state.OVSPort {

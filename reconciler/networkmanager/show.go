@@ -172,6 +172,9 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		if a != nil {
 			describe(&it, a, ports, applied)
 			it.LLDP = readLLDP(a, props)
+			if it.Ethtool, err = readEthtool(d.name, a); err != nil {
+				return state.State{}, err
+			}
 			// As nmstate: the profile's name when it is not the interface's (OVS profiles are
 			// named by their role: br-ex-br, ovs-port-eth1).
 			if id := a.str("connection", "id"); id != "" && id != it.Name && it.Type != state.OVSBridge && it.Type != state.OVSInterface {

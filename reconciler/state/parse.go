@@ -290,11 +290,10 @@ func (d *decoder) ovn(v any) *OVN {
 	return o
 }
 
-var ifaceKeys = []string{"name", "type", "state", "profile-name", "identifier", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp", "ethernet",
+var ifaceKeys = []string{"name", "type", "state", "profile-name", "identifier", "description", "mtu", "mac-address", "copy-mac-from", "ipv4", "ipv6", "lldp", "ethernet", "ethtool",
 	"link-aggregation", "vlan", "bridge", "vrf", "mac-vlan", "vxlan", "veth", "patch", "infiniband"}
 
 var unsupportedIface = map[string]string{
-	"ethtool":                  "ethtool settings are not applied yet",
 	"ovs-db":                   "Open vSwitch external_ids and other_config are not applied yet",
 	"dpdk":                     "DPDK interfaces are not supported",
 	"802.1x":                   "802.1X is not supported",
@@ -364,6 +363,9 @@ func (d *decoder) iface(path string, v any) Interface {
 	}
 	if v, ok := m["ethernet"]; ok {
 		it.Ethernet = d.ethernet(join(path, "ethernet"), v)
+	}
+	if v, ok := m["ethtool"]; ok {
+		it.Ethtool = d.ethtool(join(path, "ethtool"), v)
 	}
 	d.ifaceSections(path, m, &it)
 	it.Type = it.inferType()

@@ -134,6 +134,8 @@ type Interface struct {
 	IPv4        *IPConfig `json:"ipv4,omitempty"`
 	IPv6        *IPConfig `json:"ipv6,omitempty"`
 	LLDP        *LLDP     `json:"lldp,omitempty"`
+	// Ethtool is the ethtool section: offload features.
+	Ethtool *EthtoolConfig `json:"ethtool,omitempty"`
 	// Ethernet is the ethernet section: a physical function's SR-IOV VFs.
 	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
 

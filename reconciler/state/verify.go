@@ -106,6 +106,9 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 			add("%s.infiniband.pkey: %s, want %#x", n, intOrNone(g.PKey), *w.PKey)
 		}
 	}
+	if want.Ethtool != nil && len(want.Ethtool.Feature) > 0 {
+		verifyEthtool(add, n+".ethtool", want.Ethtool, got.Ethtool)
+	}
 	if want.LLDP != nil && want.LLDP.Enabled != nil {
 		on := got.LLDP != nil && isTrue(got.LLDP.Enabled)
 		if on != *want.LLDP.Enabled {

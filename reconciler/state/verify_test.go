@@ -19,6 +19,7 @@ interfaces:
   ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200}
   lldp: {enabled: true}
+  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}}
   ethernet:
     sr-iov:
       total-vfs: 2
@@ -60,6 +61,7 @@ interfaces:
   ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200, address: [{ip: "fe80::1", prefix-length: 64}]}
   lldp: {enabled: true, neighbors: [[{type: 5, system-name: tor-1}]]}
+  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}}
   ethernet:
     sr-iov:
       total-vfs: 2
@@ -120,6 +122,8 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"ipv6 auto-route-metric not set", func(s *State) { iface(s, "eth1").IPv6.AutoRouteMetric = nil }, "eth1.ipv6.auto-route-metric"},
 		{"profile-name", func(s *State) { iface(s, "eth1").ProfileName = nil }, "eth1.profile-name: none, want uplink"},
 		{"ipv6 auto-route-table-id", func(s *State) { *iface(s, "eth1").IPv6.AutoRouteTableID = 254 }, "eth1.ipv6.auto-route-table-id: 254, want 200"},
+		{"ethtool feature", func(s *State) { iface(s, "eth1").Ethtool.Feature["rx-gro"] = true }, "eth1.ethtool.feature.rx-gro: true, want false"},
+		{"ethtool feature not reported", func(s *State) { iface(s, "eth1").Ethtool = nil }, "eth1.ethtool.feature.rx-gro: not reported by the device"},
 		{"lldp", func(s *State) { iface(s, "eth1").LLDP = nil }, "eth1.lldp.enabled: false, want true"},
 		{"total-vfs", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.TotalVFs = 0 }, "eth1.ethernet.sr-iov.total-vfs: 0, want 2"},
 		{"no sr-iov", func(s *State) { iface(s, "eth1").Ethernet = nil }, "eth1.ethernet.sr-iov: the device has no SR-IOV"},
