@@ -33,3 +33,13 @@ func (e Errors) Error() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Within is the same problems, their paths inside the field prefix names
+// ("spec.desiredState." + "interfaces[0].mtu").
+func (e Errors) Within(prefix string) Errors {
+	out := make(Errors, len(e))
+	for i, fe := range e {
+		out[i] = &Error{Path: prefix + fe.Path, Reason: fe.Reason}
+	}
+	return out
+}

@@ -164,7 +164,7 @@ func checkDesired(captures map[string]string, desired []byte) error {
 			return field.Errors{{Path: "spec.desiredState", Reason: "not valid YAML: " + err.Error()}}
 		}
 		if _, rerrs := nmpolicy.Check(tree, captures); rerrs != nil {
-			errs = append(errs, prefix("desiredState.", rerrs)...)
+			errs = append(errs, rerrs.Within("desiredState.")...)
 		}
 		var stubs any
 		if stubs, stubbed = nmpolicy.Stub(tree); len(stubbed) > 0 {
@@ -195,13 +195,6 @@ func checkDesired(captures map[string]string, desired []byte) error {
 		default:
 			e.Path = "spec.desiredState." + e.Path
 		}
-	}
-	return errs
-}
-
-func prefix(p string, errs field.Errors) field.Errors {
-	for _, e := range errs {
-		e.Path = p + e.Path
 	}
 	return errs
 }

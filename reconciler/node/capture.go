@@ -10,9 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/nmpolicy"
@@ -81,7 +79,7 @@ func keptCaptures(e *v1beta1.NodeNetworkConfigurationEnactment, captures map[str
 func render(p *Policy, current nmpolicy.Tree, kept map[string]v1beta1.CapturedState, cached map[string]nmpolicy.Tree, now time.Time) (map[string]v1beta1.CapturedState, []byte, error) {
 	results, errs := nmpolicy.Evaluate(p.Capture, current, cached)
 	if errs != nil {
-		return nil, nil, prefixed("spec.", errs)
+		return nil, nil, errs.Within("spec.")
 	}
 	captured := map[string]v1beta1.CapturedState{}
 	for _, name := range slices.Sorted(maps.Keys(results)) {
@@ -98,17 +96,9 @@ func render(p *Policy, current nmpolicy.Tree, kept map[string]v1beta1.CapturedSt
 	}
 	rendered, errs := nmpolicy.RenderDocument(p.DesiredState, results)
 	if errs != nil {
-		return nil, nil, prefixed("spec.desiredState.", errs)
+		return nil, nil, errs.Within("spec.desiredState.")
 	}
 	return captured, rendered, nil
-}
-
-func prefixed(prefix string, errs field.Errors) field.Errors {
-	out := make(field.Errors, len(errs))
-	for i, e := range errs {
-		out[i] = &field.Error{Path: prefix + e.Path, Reason: e.Reason}
-	}
-	return out
 }
 
 // saveCaptures writes the captures of the policies about to be applied to their
@@ -125,16 +115,12 @@ func (h *Handler) saveCaptures(ctx context.Context, w *readyourwrites.Writes, v 
 		if e, ok := v.existing[name]; ok && equality.Semantic.DeepEqual(e.Status.CapturedStates, p.Captured) {
 			continue
 		}
-		e, err := h.enactment(ctx, w, v, name)
+		e, err := h.patchStatus(ctx, w, v, name, func(e *v1beta1.NodeNetworkConfigurationEnactment) {
+			e.Status.CapturedStates = p.Captured
+		})
 		if err != nil {
 			return err
 		}
-		before := e.DeepCopy()
-		e.Status.CapturedStates = p.Captured
-		if err := h.Client.Status().Patch(ctx, e, client.MergeFrom(before)); err != nil {
-			return err
-		}
-		w.Wrote(e)
 		p.Captured = e.Status.CapturedStates // as stored: the status write compares with it
 	}
 	return nil

@@ -41,22 +41,32 @@ func (h *Handler) write(ctx context.Context, w *readyourwrites.Writes, v *nodeVi
 		if e, ok := v.existing[name]; ok && !u.changes(e) {
 			continue
 		}
-		e, err := h.enactment(ctx, w, v, name)
-		if err != nil {
+		if _, err := h.patchStatus(ctx, w, v, name, u.applyTo); err != nil {
 			return err
 		}
-		before := e.DeepCopy()
-		u.applyTo(e)
-		if err := h.Client.Status().Patch(ctx, e, client.MergeFrom(before)); err != nil {
-			return err
-		}
-		w.Wrote(e)
 		log.Info("policy status", "policy", name, "generation", u.Generation, "status", u.Condition, "message", u.Message)
 		if u.Event != "" && u.Condition == shared.EnactmentFailing {
 			h.warn(v.byName[name], v.node, u.Event, fmt.Errorf("%s", u.Message))
 		}
 	}
 	return nil
+}
+
+// patchStatus changes the status of the policy's enactment (created if need be) in one
+// patch, and notes the write for the pass to await.
+func (h *Handler) patchStatus(ctx context.Context, w *readyourwrites.Writes, v *nodeView, policy string,
+	change func(*v1beta1.NodeNetworkConfigurationEnactment)) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
+	e, err := h.enactment(ctx, w, v, policy)
+	if err != nil {
+		return nil, err
+	}
+	before := e.DeepCopy()
+	change(e)
+	if err := h.Client.Status().Patch(ctx, e, client.MergeFrom(before)); err != nil {
+		return nil, err
+	}
+	w.Wrote(e)
+	return e, nil
 }
 
 // logDecision logs what a pass decided beyond the status it writes: which policies wait

@@ -50,12 +50,6 @@ var _ = Describe("the handler with captures", Ordered, func() {
 		p.Spec.Capture, p.Spec.DesiredState = captures, shared.State{Raw: []byte(desired)}
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 	}
-	enactment := func(policy string) *v1beta1.NodeNetworkConfigurationEnactment {
-		GinkgoHelper()
-		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(n.name, policy)}, e)).To(Succeed())
-		return e
-	}
 	captureTimes := func(e *v1beta1.NodeNetworkConfigurationEnactment) map[string]string {
 		t := map[string]string{}
 		for name, c := range e.Status.CapturedStates {
@@ -82,7 +76,7 @@ var _ = Describe("the handler with captures", Ordered, func() {
 		create("br1-on-default-nic", bridgeOnDefaultNIC, bridgeOnDefaultNICState)
 		Eventually(n.enactment("br1-on-default-nic"), "90s").Should(HavePrefix("Available boot-1"))
 		onBridge()
-		e := enactment("br1-on-default-nic")
+		e := n.enactmentOf("br1-on-default-nic")
 		Expect(e.Status.CapturedStates).To(HaveLen(4))
 		Expect(string(e.Status.CapturedStates["base-iface"].State.Raw)).To(ContainSubstring(`"name":"eth1"`))
 		Expect(e.Status.CapturedStates["base-iface"].MetaInfo.Version).NotTo(BeEmpty())
@@ -91,22 +85,22 @@ var _ = Describe("the handler with captures", Ordered, func() {
 	})
 
 	It("applies a new generation with what it captured first, though the default route is now on br1", func() {
-		before := captureTimes(enactment("br1-on-default-nic"))
+		before := captureTimes(n.enactmentOf("br1-on-default-nic"))
 		n.killHandler() // and its memory: only the enactment remembers
 		n.startHandler()
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "br1-on-default-nic"}, p)).To(Succeed())
 		p.Spec.DesiredState.Raw = []byte(strings.Replace(bridgeOnDefaultNICState, `"state":"up",`, `"state":"up","mtu":1400,`, 1))
 		Expect(k8s.Update(ctx, p)).To(Succeed())
-		Eventually(func() int64 { return enactment("br1-on-default-nic").Status.PolicyGeneration }, "60s").Should(Equal(p.Generation))
+		Eventually(func() int64 { return n.enactmentOf("br1-on-default-nic").Status.PolicyGeneration }, "60s").Should(Equal(p.Generation))
 		Eventually(n.enactment("br1-on-default-nic"), "60s").Should(HavePrefix("Available boot-1"))
 		Expect(run("ip", "link", "show", "br1")).To(ContainSubstring("mtu 1400"))
 		onBridge()
-		Expect(captureTimes(enactment("br1-on-default-nic"))).To(Equal(before), "evaluated again, the capture would find br1 as its own port")
+		Expect(captureTimes(n.enactmentOf("br1-on-default-nic"))).To(Equal(before), "evaluated again, the capture would find br1 as its own port")
 	})
 
 	It("re-converges after a reboot to the bridge it captured", func() {
-		before := captureTimes(enactment("br1-on-default-nic"))
+		before := captureTimes(n.enactmentOf("br1-on-default-nic"))
 		n.killHandler()
 		Expect(n.reboot(ctx)).To(Succeed())
 		Eventually(func() string { out, _ := n.Run(ctx, "ip", "-4", "addr", "show", "eth1"); return out }, "15s").
@@ -114,7 +108,7 @@ var _ = Describe("the handler with captures", Ordered, func() {
 		n.startHandler()
 		Eventually(n.enactment("br1-on-default-nic"), "90s").Should(HavePrefix("Available boot-2"))
 		onBridge()
-		Expect(captureTimes(enactment("br1-on-default-nic"))).To(Equal(before))
+		Expect(captureTimes(n.enactmentOf("br1-on-default-nic"))).To(Equal(before))
 	})
 
 	It("fails a policy whose capture finds nothing, or whose reference finds nothing, naming where; the others stay", func() {

@@ -33,13 +33,8 @@ var _ = Describe("the NetworkManager engine", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		return out
 	}
-	parse := func(doc string) state.State {
-		s, err := state.Parse([]byte(doc))
-		Expect(err).NotTo(HaveOccurred())
-		return s
-	}
 	applyCommit := func(doc string) {
-		tx, err := nm.Apply(ctx, parse(doc), networkmanager.ApplyOptions{})
+		tx, err := nm.Apply(ctx, mustParse(doc), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 	}
@@ -155,7 +150,7 @@ interfaces:
 `
 		}
 		before := keyfiles()
-		_, err := nm.Apply(ctx, parse(bridge("nosuch0")), networkmanager.ApplyOptions{})
+		_, err := nm.Apply(ctx, mustParse(bridge("nosuch0")), networkmanager.ApplyOptions{})
 		Expect(err).To(MatchError(ContainSubstring(`interfaces[name=br0].copy-mac-from: no interface "nosuch0" with a MAC address on this node`)))
 		Expect(keyfiles()).To(Equal(before), "nothing applied")
 		applyCommit(bridge(port))
@@ -204,7 +199,7 @@ interfaces:
 
 	It("rolls back explicitly: address and profile as before", func() {
 		before := keyfiles()
-		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.3, prefix-length: 24}]}}]`), networkmanager.ApplyOptions{})
+		tx, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.3, prefix-length: 24}]}}]`), networkmanager.ApplyOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.3/24"))
 		Expect(tx.Rollback(ctx)).To(Succeed())
@@ -214,7 +209,7 @@ interfaces:
 	})
 
 	It("rolls back by itself when nobody commits before the timeout", func() {
-		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.4, prefix-length: 24}]}}, {name: dummy0x, type: veth, state: up, veth: {peer: dummy0y}}]`),
+		_, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.4, prefix-length: 24}]}}, {name: dummy0x, type: veth, state: up, veth: {peer: dummy0y}}]`),
 			networkmanager.ApplyOptions{RollbackTimeout: 3 * time.Second})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.4/24"))
@@ -225,7 +220,7 @@ interfaces:
 
 	It("rolls back completely and says why when the state cannot converge", func() {
 		before := keyfiles()
-		_, err := nm.Apply(ctx, parse(`
+		_, err := nm.Apply(ctx, mustParse(`
 interfaces:
 - name: br9
   type: linux-bridge
@@ -288,7 +283,7 @@ interfaces:
 - {name: mvp, type: mac-vlan, state: up, mac-vlan: {base-iface: eth1, mode: bridge}}
 `)
 		Expect(ip("-4", "addr", "show", "eth4")).To(ContainSubstring("10.4.0.3/24"))
-		only := parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.2, prefix-length: 24}]}}]`)
+		only := mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.2, prefix-length: 24}]}}]`)
 		tx, err := nm.Apply(ctx, only, networkmanager.ApplyOptions{Prune: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
@@ -330,10 +325,10 @@ interfaces:
 
 	It("clears a checkpoint left by a crashed apply of its own, at once", func() {
 		opts := networkmanager.ApplyOptions{RollbackTimeout: 600 * time.Second, CheckpointRecord: filepath.Join(GinkgoT().TempDir(), "checkpoint.json")}
-		_, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`), opts)
+		_, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`), opts)
 		Expect(err).NotTo(HaveOccurred())
 		// the process "crashed" here: no commit, no rollback; a new apply must still work
-		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}]`), opts)
+		tx, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}]`), opts)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		out := ip("-4", "addr", "show", "eth1")
@@ -353,14 +348,14 @@ interfaces:
 		mustRun(n, "nmcli", "con", "add", "type", "bridge", "con-name", "br-theirs", "ifname", "br-theirs", "ipv4.method", "disabled", "ipv6.method", "disabled")
 
 		opts := networkmanager.ApplyOptions{CheckpointRecord: filepath.Join(GinkgoT().TempDir(), "checkpoint.json")}
-		_, err = nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
+		_, err = nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
 		var busy *networkmanager.CheckpointBusyError
 		Expect(errors.As(err, &busy)).To(BeTrue(), "%v", err)
 		Expect(busy.Path).To(Equal(theirs))
 		Expect(ip("-4", "addr", "show", "eth1")).NotTo(ContainSubstring("192.0.2.8"), "applied while another tool's transaction was open")
 
 		Expect(nmObj.Call(nmdbus.Iface+".CheckpointDestroy", 0, theirs).Err).To(Succeed())
-		tx, err := nm.Apply(ctx, parse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
+		tx, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.8, prefix-length: 24}]}}]`), opts)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		Expect(mustRun(n, "nmcli", "-g", "connection.id", "con", "show", "br-theirs")).To(ContainSubstring("br-theirs"), "their change is gone")
@@ -370,7 +365,7 @@ interfaces:
 	// With Prune (the handler's mode: the node's whole desired state each time).
 	It("drops a route the desired state no longer names from an interface it keeps", func() {
 		applyPrune := func(doc string) {
-			tx, err := nm.Apply(ctx, parse(doc), networkmanager.ApplyOptions{Prune: true})
+			tx, err := nm.Apply(ctx, mustParse(doc), networkmanager.ApplyOptions{Prune: true})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(tx.Commit(ctx)).To(Succeed())
 		}

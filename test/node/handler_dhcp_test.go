@@ -22,11 +22,7 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 	var n *processNode
 
 	BeforeAll(func() {
-		dnsmasq, err := exec.LookPath("dnsmasq")
-		if err != nil {
-			dnsmasq, err = exec.LookPath("/usr/sbin/dnsmasq")
-		}
-		Expect(err).NotTo(HaveOccurred(), "dnsmasq is missing: run hack/install-deps.sh")
+		dnsmasq := sbinTool("dnsmasq")
 		n = newProcessNodeWith("dhcp", func(node *nmhost.Node, fabricNS string) error {
 			if err := cableToFabric(node, fabricNS, map[string]string{"dh2": "eth2", "dh3": "eth3"}); err != nil {
 				return err

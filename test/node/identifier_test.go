@@ -13,7 +13,6 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -27,11 +26,6 @@ var _ = Describe("interfaces identified by MAC address", Ordered, func() {
 		nm     *networkmanager.Client
 		engine node.NetworkManager
 	)
-	parse := func(doc string) state.State {
-		s, err := state.Parse([]byte(doc))
-		Expect(err).NotTo(HaveOccurred())
-		return s
-	}
 
 	BeforeAll(func() {
 		var err error
@@ -67,7 +61,7 @@ routes:
   config:
   - {destination: 203.0.113.0/24, next-hop-address: 198.51.100.1, next-hop-interface: storage}
 `
-		tx, err := engine.Apply(ctx, parse(doc))
+		tx, err := engine.Apply(ctx, mustParse(doc))
 		Expect(err).NotTo(HaveOccurred(), n.NMLog())
 		Expect(tx.Commit(ctx)).To(Succeed())
 		out, err := n.Run(ctx, "ip", "addr", "show", "enp7s0")
@@ -85,7 +79,7 @@ routes:
 	})
 
 	It("refuses a MAC address no NIC has, naming it, before changing anything", func() {
-		_, err := engine.Apply(ctx, parse(`interfaces: [{name: storage, identifier: mac-address, mac-address: "02:00:00:5e:00:99", type: ethernet, mtu: 1500}]`))
+		_, err := engine.Apply(ctx, mustParse(`interfaces: [{name: storage, identifier: mac-address, mac-address: "02:00:00:5e:00:99", type: ethernet, mtu: 1500}]`))
 		var fe field.Errors
 		Expect(errors.As(err, &fe)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(Equal("interfaces[name=storage].mac-address: no interface with MAC address 02:00:00:5e:00:99 on this node"))
@@ -94,7 +88,7 @@ routes:
 	})
 
 	It("refuses OpenShift's IP-over-InfiniBand example on a node without InfiniBand, saying so", func() {
-		_, err := engine.Apply(ctx, parse(`interfaces: [{name: ibp27s0, type: infiniband, state: up, identifier: mac-address,
+		_, err := engine.Apply(ctx, mustParse(`interfaces: [{name: ibp27s0, type: infiniband, state: up, identifier: mac-address,
   mac-address: "20:00:55:04:01:FE:80:00:00:00:00:00:00:00:02:C9:02:00:23:13:92", infiniband: {mode: datagram, pkey: "0xffff"},
   ipv4: {enabled: true, dhcp: false, address: [{ip: 100.125.3.4, prefix-length: 16}]}, ipv6: {enabled: false}}]`))
 		Expect(err).To(MatchError("interfaces[name=ibp27s0]: no InfiniBand device here"))

@@ -4,7 +4,6 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
-	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
@@ -33,13 +31,7 @@ var _ = Describe("the handler with LLDP", Ordered, func() {
 	)
 	lldpOf := func(iface string) func() *state.LLDP {
 		return func() *state.LLDP {
-			nns := &v1beta1.NodeNetworkState{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: n.name}, nns); err != nil {
-				return nil
-			}
-			var s state.State
-			_ = json.Unmarshal(nns.Status.CurrentState.Raw, &s)
-			for _, it := range s.Interfaces {
+			for _, it := range reportedState(k8s, n.name).Interfaces {
 				if it.Name == iface {
 					return it.LLDP
 				}
@@ -49,11 +41,7 @@ var _ = Describe("the handler with LLDP", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		lldpd, err := exec.LookPath("lldpd")
-		if err != nil {
-			lldpd, err = exec.LookPath("/usr/sbin/lldpd")
-		}
-		Expect(err).NotTo(HaveOccurred(), "lldpd is missing: run hack/install-deps.sh")
+		lldpd := sbinTool("lldpd")
 		n = newProcessNodeWith("lldp", func(node *nmhost.Node, fabricNS string) error {
 			if err := cableToFabric(node, fabricNS, map[string]string{"swp12": "eth2", "swp13": "eth3"}); err != nil {
 				return err
@@ -102,8 +90,6 @@ var _ = Describe("the handler with LLDP", Ordered, func() {
 		Eventually(n.enactment("jumbo-to-tor-1"), "60s").Should(HavePrefix("Available"))
 		Expect(n.Run(ctx, "ip", "link", "show", "eth2")).To(ContainSubstring("mtu 9000"))
 		Expect(n.Run(ctx, "ip", "link", "show", "eth3")).NotTo(ContainSubstring("mtu 9000"), "eth3 faces no tor-1")
-		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(n.name, "jumbo-to-tor-1")}, e)).To(Succeed())
-		Expect(string(e.Status.DesiredState.Raw)).To(SatisfyAll(ContainSubstring(`"name":"eth2"`), ContainSubstring(`"description":"uplink to tor-1"`)))
+		Expect(string(n.enactmentOf("jumbo-to-tor-1").Status.DesiredState.Raw)).To(SatisfyAll(ContainSubstring(`"name":"eth2"`), ContainSubstring(`"description":"uplink to tor-1"`)))
 	})
 })

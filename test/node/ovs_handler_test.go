@@ -4,7 +4,6 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
-	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
@@ -47,16 +45,7 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		return strings.Trim(run("ovs-vsctl", "--if-exists", "get", "Open_vSwitch", ".", "external_ids:"+ovsdb.BridgeMappingsKey), `"`)
 	}
 	enactment := func(policy string) func() string { return enactmentSummary(k8s, nodeName, policy) }
-	reported := func() state.State {
-		nns := &v1beta1.NodeNetworkState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns); err != nil {
-			return state.State{}
-		}
-		// Current state, read as it is written: not parsed as a desired state.
-		var s state.State
-		_ = json.Unmarshal(nns.Status.CurrentState.Raw, &s)
-		return s
-	}
+	reported := func() state.State { return reportedState(k8s, nodeName) }
 	startHandler := func() {
 		var err error
 		stop, err = n.startHandler(env.Config, k8s, nodeName)

@@ -4,6 +4,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
@@ -149,4 +151,34 @@ func cableToFabric(node *nmhost.Node, fabricNS string, nics map[string]string) e
 		}
 	}
 	return nil
+}
+
+// enactmentOf is the policy's enactment on the node, as the API server has it.
+func (p *processNode) enactmentOf(policy string) *v1beta1.NodeNetworkConfigurationEnactment {
+	GinkgoHelper()
+	e := &v1beta1.NodeNetworkConfigurationEnactment{}
+	Expect(p.k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(p.name, policy)}, e)).To(Succeed())
+	return e
+}
+
+// reportedState is the node's NodeNetworkState's current state, read as it is written (not
+// parsed as a desired state); empty while there is none.
+func reportedState(k8s client.Client, nodeName string) state.State {
+	nns := &v1beta1.NodeNetworkState{}
+	var s state.State
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeName}, nns); err == nil {
+		_ = json.Unmarshal(nns.Status.CurrentState.Raw, &s)
+	}
+	return s
+}
+
+// sbinTool finds a daemon the test runs, also where root's PATH may lack /usr/sbin.
+func sbinTool(name string) string {
+	GinkgoHelper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		path, err = exec.LookPath("/usr/sbin/" + name)
+	}
+	Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", name)
+	return path
 }

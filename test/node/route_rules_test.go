@@ -28,13 +28,8 @@ var _ = Describe("route rules through the engine", Ordered, func() {
 		nm     *networkmanager.Client
 		engine node.NetworkManager
 	)
-	parse := func(doc string) state.State {
-		s, err := state.Parse([]byte(doc))
-		Expect(err).NotTo(HaveOccurred())
-		return s
-	}
 	apply := func(doc string) {
-		tx, err := engine.Apply(ctx, parse(doc))
+		tx, err := engine.Apply(ctx, mustParse(doc))
 		Expect(err).NotTo(HaveOccurred(), n.NMLog())
 		Expect(tx.Commit(ctx)).To(Succeed())
 	}
@@ -100,7 +95,7 @@ route-rules:
 		Expect(rule("-4", "2000")).To(Equal("2000: from 192.0.2.10 lookup 200 proto static"))
 		cur, err := nm.Show(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(state.Verify(parse(documented), cur)).To(BeEmpty())
+		Expect(state.Verify(mustParse(documented), cur)).To(BeEmpty())
 		Expect(cur.RouteRules.Config).To(ContainElement(state.RouteRule{Family: "ipv4", IPFrom: "192.0.2.10/32", Priority: intPtr(2000), RouteTable: intPtr(200)}))
 	})
 
@@ -119,7 +114,7 @@ route-rules:
 	})
 
 	It("refuses a rule no interface can carry, with nothing changed", func() {
-		_, err := engine.Apply(ctx, parse(`route-rules: {config: [{ip-from: 198.51.100.0/24, route-table: 201}]}`))
+		_, err := engine.Apply(ctx, mustParse(`route-rules: {config: [{ip-from: 198.51.100.0/24, route-table: 201}]}`))
 		var fe *field.Error
 		Expect(errors.As(err, &fe)).To(BeTrue(), "%v", err)
 		Expect(fe.Path).To(Equal("route-rules.config[0]"))

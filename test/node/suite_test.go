@@ -35,14 +35,20 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(kit.RemoveBinaries)
 })
 
+// mustParse is a desired state the spec states, parsed as the handler parses policies.
+func mustParse(doc string) state.State {
+	GinkgoHelper()
+	s, err := state.Parse([]byte(doc))
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
 // mergePolicies is the node's desired state from policies' desiredStates, as the handler
 // merges them (policies named a, b, ... in order).
 func mergePolicies(docs ...string) state.State {
 	var sources []state.Source
 	for i, doc := range docs {
-		s, err := state.Parse([]byte(doc))
-		Expect(err).NotTo(HaveOccurred())
-		sources = append(sources, state.Source{Policy: string(rune('a' + i)), State: s})
+		sources = append(sources, state.Source{Policy: string(rune('a' + i)), State: mustParse(doc)})
 	}
 	m, err := state.Merge(sources)
 	Expect(err).NotTo(HaveOccurred())
