@@ -31,9 +31,7 @@ var publishedRefused = map[string]string{
 	"openshift/k8s-nmstate-deleting-alternative-interface-names-1.yaml":               "no setting for alternative interface names",
 	"openshift/k8s-nmstate-deleting-alternative-interface-names-2.yaml":               "no setting for alternative interface names",
 	"openshift/k8s-nmstate-deleting-alternative-interface-names-3.yaml":               "no setting for alternative interface names",
-	"openshift/virt-creating-ovs-bridge-mapping-localnet-1.yaml":                      "OVS bonds are not supported yet",
-	"openshift/virt-supported-bonding-modes-ovs-bridge-1.yaml":                        "OVS bonds are not supported yet",
-	"openshift/virt-example-predictable-route-table-id.yaml":                          "route-type: not supported",
+	"openshift/virt-example-predictable-route-table-id.yaml":                          "vrf-name: not supported by nmoverlay: nmstate's routes have no vrf-name",
 	// Published as a fragment with the bridge's address on the OVS bridge itself.
 	"openshift/virt-localnet-additional-network-config-1.yaml": "an OVS bridge has no IP configuration of its own",
 	"openshift/virt-localnet-additional-network-config-2.yaml": "an OVS bridge has no IP configuration of its own",
@@ -59,6 +57,7 @@ var featureVerified = map[string]string{
 	"ovs-bridge":             "node (Open vSwitch, userspace datapath)",
 	"ovs-interface":          "node (Open vSwitch)",
 	"ovn-bridge-mappings":    "node (OVSDB)",
+	"ovs-bond":               "node (Open vSwitch bond of two NICs: balance-slb, active-backup)",
 	"copy-mac-from":          "node (br-ex customization)",
 	"auto-route-metric":      "node (br-ex customization, DHCP)",
 	"capture":                "node (bridge on the default route's NIC as published; LLDP selection), vm (lldp.yaml as published)",

@@ -144,18 +144,48 @@ func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
 	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointRollback", cp).Store(&result); err != nil {
 		return fmt.Errorf("rolling back %s: %w", cp, err)
 	}
-	var failed []string
+	failed := map[dbus.ObjectPath]bool{}
 	for dev, code := range result {
 		if code == 3 { // NM_ROLLBACK_RESULT_ERR_FAILED; 1 and 2 are devices gone or unmanaged
-			failed = append(failed, dev)
+			failed[dbus.ObjectPath(dev)] = true
 		}
 	}
-	if len(failed) > 0 {
-		sort.Strings(failed)
-		return fmt.Errorf("rollback failed for devices %s", strings.Join(failed, ", "))
+	if len(failed) == 0 {
+		return nil
+	}
+	// NetworkManager 1.42 reports an OVS bridge or port it took down as failed to restore,
+	// then starts it again itself once an interface of its restored profiles joins: those
+	// count as restored when they run again within ovsRestoreWait.
+	var last []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, ovsRestoreWait, true, func(ctx context.Context) (bool, error) {
+		devs, err := c.devices(ctx)
+		if err != nil {
+			return false, err
+		}
+		last = last[:0]
+		settled := true
+		for _, d := range devs {
+			if !failed[d.path] {
+				continue
+			}
+			last = append(last, fmt.Sprintf("%s (%s)", d.path, d.name))
+			if !ovsOnly(d.typ) {
+				return false, fmt.Errorf("rollback failed for device %s (%s)", d.path, d.name)
+			}
+			settled = settled && d.state == deviceStateActivated
+		}
+		return settled, nil
+	})
+	if err != nil {
+		sort.Strings(last)
+		return fmt.Errorf("rollback failed for devices %s: %w", strings.Join(last, ", "), err)
 	}
 	return nil
 }
+
+// ovsRestoreWait is how long an OVS bridge or port a rollback took down may take to run
+// again.
+const ovsRestoreWait = 30 * time.Second
 
 // ApplyError says what did not converge; the change was rolled back, unless RollbackErr
 // says otherwise.
@@ -399,7 +429,7 @@ func ovsController(pl *steps, it state.Interface) string {
 	switch p := pl.perIface[it.Key()].port; {
 	case p == nil:
 	case p.kind == "ovs-port":
-		return state.Interface{Name: it.Name, Type: state.OVSPort}.Key()
+		return state.Interface{Name: p.ovsPort, Type: state.OVSPort}.Key()
 	case p.kind == "ovs-bridge":
 		return state.Interface{Name: p.bridge, Type: state.OVSBridge}.Key()
 	}
@@ -446,6 +476,13 @@ func drifted(current func() (state.State, error), it state.Interface, desired st
 	now, err := current()
 	if err != nil {
 		return true // cannot tell: activating again is harmless
+	}
+	if it.Type == state.OVSBridge && it.Bridge != nil {
+		// Its ports are profiles of their own, each judged as such: starting the bridge
+		// again would only take them all off it.
+		b := *it.Bridge
+		b.Port = nil
+		it.Bridge = &b
 	}
 	one := state.State{Interfaces: []state.Interface{it}}
 	if desired.Routes != nil {

@@ -176,15 +176,19 @@ func (h *host) planOVSBridge(pl *steps, br state.Interface, desired []state.Inte
 	pl.uuids[br.Key()] = h.uuidOf(br.Key())
 	var out []state.Interface
 	for _, bp := range br.Bridge.Port {
-		// An OVS interface has an IP configuration; an interface of the system does not
-		// once it is a port.
-		ovsInterface := bp.Name == br.Name || slices.ContainsFunc(desired, func(it state.Interface) bool { return it.Name == bp.Name && it.Type == state.OVSInterface })
 		port := state.Interface{Name: bp.Name, Type: state.OVSPort, State: state.Up}
 		pl.uuids[port.Key()] = h.uuidOf(port.Key())
-		pl.perIface[port.Key()] = plan{port: &portOf{controller: pl.uuids[br.Key()], kind: "ovs-bridge", bridge: br.Name}, ovsVLAN: bp.VLAN}
-		p := pl.perIface[bp.Name]
-		p.port = &portOf{controller: pl.uuids[port.Key()], kind: "ovs-port", bridge: br.Name, keepsIP: ovsInterface}
-		pl.perIface[bp.Name] = p
+		pl.perIface[port.Key()] = plan{port: &portOf{controller: pl.uuids[br.Key()], kind: "ovs-bridge", bridge: br.Name}, ovsVLAN: bp.VLAN, ovsBond: bp.LinkAggregation}
+		// A bond's port has its members as interfaces, any other port the interface of its
+		// name.
+		for _, name := range bp.Interfaces() {
+			// An OVS interface has an IP configuration; an interface of the system does
+			// not once it is a port.
+			ovsInterface := name == br.Name || slices.ContainsFunc(desired, func(it state.Interface) bool { return it.Name == name && it.Type == state.OVSInterface })
+			p := pl.perIface[name]
+			p.port = &portOf{controller: pl.uuids[port.Key()], kind: "ovs-port", bridge: br.Name, ovsPort: bp.Name, keepsIP: ovsInterface}
+			pl.perIface[name] = p
+		}
 		out = append(out, port)
 	}
 	return out

@@ -2,6 +2,7 @@ package networkmanager
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -331,6 +332,93 @@ interfaces:
 	removal := state.State{Interfaces: []state.Interface{{Name: "br-ex", Type: state.OVSBridge, State: state.Absent}, {Name: "enp2s0", State: state.Up}}}
 	if got := h2.deletes(removal.Interfaces, false); strings.Join(got, " ") != "br-ex br-ex,type=ovs-bridge br-ex,type=ovs-port enp2s0,type=ovs-port" {
 		t.Errorf("deletes %v", got)
+	}
+}
+
+// An OVS bond is one ovs-port profile with its mode, LACP and delays; its members are
+// ports of that OVS port and start after it; the bridge's input digest leaves its ports
+// out, so a bond's change does not start the bridge again.
+func TestPlanOVSBond(t *testing.T) {
+	doc := `
+interfaces:
+- name: br1
+  type: ovs-bridge
+  bridge:
+    port:
+    - {name: bond1, link-aggregation: {mode: %s, bond-updelay: 100, port: [{name: eth4}, {name: eth5}]}}
+    - {name: br1}
+`
+	build := func(mode string) map[string]settings {
+		desired, err := state.Parse([]byte(fmt.Sprintf(doc, mode)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := testHost(nil, state.State{})
+		ordered, err := state.Order(desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := h.plan(desired, ordered, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built := map[string]settings{}
+		var keys []string
+		for _, it := range pl.interfaces {
+			keys = append(keys, it.Key())
+			if it.Type == "" {
+				it.Type = state.Ethernet // no device in the test host to take it from
+			}
+			if built[it.Key()], err = h.build(it, pl, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := "br1,type=ovs-bridge bond1,type=ovs-port br1,type=ovs-port br1 eth4 eth5"; strings.Join(keys, " ") != want {
+			t.Fatalf("profiles in order %v, want %s", keys, want)
+		}
+		acts := make([]activation, len(pl.interfaces))
+		for i, it := range pl.interfaces {
+			acts[i] = activation{name: it.Name, key: it.Key()}
+		}
+		if got := stages(acts, pl); len(got) != 3 || !slices.ContainsFunc(got[2], func(a activation) bool { return a.key == "eth4" }) {
+			t.Errorf("stages: the members start after their bond: %v", got)
+		}
+		return built
+	}
+	for _, tc := range []struct{ mode, bondMode, lacp string }{
+		{"active-backup", "active-backup", "off"},
+		{"balance-slb", "balance-slb", "off"},
+		{"balance-tcp", "balance-tcp", "active"},
+		{"lacp", "", "active"},
+	} {
+		built := build(tc.mode)
+		port := built["bond1,type=ovs-port"]
+		if port.str("ovs-port", "bond-mode") != tc.bondMode || port.str("ovs-port", "lacp") != tc.lacp || port["ovs-port"]["bond-updelay"].Value() != uint32(100) {
+			t.Errorf("%s: ovs-port %v", tc.mode, port["ovs-port"])
+		}
+		for _, m := range []string{"eth4", "eth5"} {
+			if s := built[m]; s.str("connection", "master") != port.str("connection", "uuid") || s.str("connection", "slave-type") != "ovs-port" {
+				t.Errorf("%s: %s is not a port of the bond: %v", tc.mode, m, s["connection"])
+			}
+		}
+		if _, ok := built["bond1"]; ok {
+			t.Errorf("%s: the bond has an interface profile", tc.mode)
+		}
+		// Read back as the applied profile and its two interfaces.
+		got := ovsPortBond(port, []string{"eth4", "eth5"})
+		if got == nil || got.Mode != tc.mode || *got.UpDelay != 100 || !slices.Equal(state.BridgePort{Name: "bond1", LinkAggregation: got}.Interfaces(), []string{"eth4", "eth5"}) {
+			t.Errorf("%s: read back as %+v", tc.mode, got)
+		}
+	}
+	if ovsPortBond(settings{"ovs-port": {}}, []string{"eth2"}) != nil {
+		t.Error("a port of one interface without bond settings read as a bond")
+	}
+	a, b := build("balance-slb"), build("active-backup")
+	if a["br1,type=ovs-bridge"].userData(InputKey) != b["br1,type=ovs-bridge"].userData(InputKey) {
+		t.Error("the bond's mode changed the bridge's input digest")
+	}
+	if a["bond1,type=ovs-port"].userData(InputKey) == b["bond1,type=ovs-port"].userData(InputKey) {
+		t.Error("the bond's mode left its port's input digest unchanged")
 	}
 }
 

@@ -45,6 +45,9 @@ type portOf struct {
 	keepsIP bool
 	// bridge is the OVS bridge's name, for an OVS port or its interface.
 	bridge string
+	// ovsPort is the OVS port's name, for its interface: the interface's own, or its
+	// bond's.
+	ovsPort string
 }
 
 // plan is what one interface's owned profile must say besides the interface itself.
@@ -54,6 +57,7 @@ type plan struct {
 	rules   []state.RouteRule // route rules to add on this interface's profile, or to remove from it
 	dns     *dnsPlan          // nil: the DNS settings stay as the base has them
 	ovsVLAN *state.BridgeVLAN // an OVS port's VLAN mode and tags
+	ovsBond *state.OVSBond    // an OVS port's bonding
 }
 
 // ipFamilies are the settings sections of the IP families, indexed as dnsPlan's are.
@@ -192,6 +196,7 @@ func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p p
 		setOVSBridgeSection(s, it.Bridge)
 	case state.OVSPort:
 		setOVSPortSection(s, p.ovsVLAN)
+		setOVSBond(s, p.ovsBond)
 	case state.OVSInterface:
 		kind := "internal"
 		if it.Patch != nil {
@@ -349,6 +354,47 @@ func setOVSPortSection(s settings, v *state.BridgeVLAN) {
 	}
 }
 
+// ovsBondSettings are the ovs-port settings of each nmstate OVS bond mode: bond-mode and
+// lacp. balance-tcp hashes on layer 4 only over LACP (Open vSwitch falls back to
+// active-backup without it), and nmstate's lacp mode is LACP with Open vSwitch's default
+// hashing (no bond-mode).
+var ovsBondSettings = map[string][2]string{
+	"active-backup": {"active-backup", "off"},
+	"balance-slb":   {"balance-slb", "off"},
+	"balance-tcp":   {"balance-tcp", "active"},
+	"lacp":          {"", "active"},
+}
+
+// setOVSBond makes an OVS port a bond (setOVSPortSection started its section afresh).
+func setOVSBond(s settings, b *state.OVSBond) {
+	if b == nil {
+		return
+	}
+	mode := ovsBondSettings[b.Mode]
+	if mode[0] != "" {
+		s.set("ovs-port", "bond-mode", mode[0])
+	}
+	s.set("ovs-port", "lacp", mode[1])
+	if b.UpDelay != nil {
+		s.set("ovs-port", "bond-updelay", uint32(*b.UpDelay))
+	}
+	if b.DownDelay != nil {
+		s.set("ovs-port", "bond-downdelay", uint32(*b.DownDelay))
+	}
+}
+
+// ovsBondMode is the nmstate mode of an OVS port's applied bond-mode and lacp.
+func ovsBondMode(a settings) string {
+	mode, lacp := a.str("ovs-port", "bond-mode"), a.str("ovs-port", "lacp")
+	switch {
+	case mode == "" && lacp != "" && lacp != "off":
+		return "lacp"
+	case mode == "":
+		return "active-backup" // Open vSwitch's default bond mode
+	}
+	return mode
+}
+
 // setController makes the profile a port of its controller, or of none: a controller
 // kept from base is cleared.
 func setController(s settings, port *portOf) {
@@ -376,15 +422,24 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 		Routes    []state.Route
 		DNS       *dnsInput
 		OVSVLAN   *state.BridgeVLAN `json:",omitempty"`
+		OVSBond   *state.OVSBond    `json:",omitempty"`
 		Rules     []state.RouteRule `json:",omitempty"`
 	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes}
+	if typ == state.OVSBridge && it.Bridge != nil {
+		// An OVS bridge's profile says nothing of its ports, each an ovs-port profile of its
+		// own: a port's change (its VLAN, its bond) must not start the bridge again, which
+		// takes every port off it.
+		b := *it.Bridge
+		b.Port = nil
+		in.Interface.Bridge = &b
+	}
 	if p.dns != nil {
 		in.DNS = &dnsInput{p.dns.servers, p.dns.search, p.dns.preferred}
 	}
 	if p.port != nil {
 		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
 	}
-	in.OVSVLAN, in.Rules = p.ovsVLAN, p.rules
+	in.OVSVLAN, in.OVSBond, in.Rules = p.ovsVLAN, p.ovsBond, p.rules
 	b, _ := json.Marshal(in)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])

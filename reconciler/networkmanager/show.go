@@ -140,6 +140,17 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		byPath[d.path] = d
 	}
 	applied := c.appliedProfiles(ctx, devs)
+	portsOf := map[string][]string{} // by device key, sorted: an OVS bridge's ports are OVS ports, a bond's have members
+	for _, d := range devs {
+		ports := []string{}
+		if pp, ok := objs[d.path][nmdbus.DeviceIface]["Ports"].Value().([]dbus.ObjectPath); ok {
+			for _, p := range pp {
+				ports = append(ports, byPath[p].name)
+			}
+			sort.Strings(ports)
+		}
+		portsOf[d.key] = ports
+	}
 	static := staticDNS{}
 	for _, d := range devs {
 		if d.typ == "" || d.typ == state.OVSPort {
@@ -162,15 +173,8 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
-		ports := []string{}
-		if pp, ok := props["Ports"].Value().([]dbus.ObjectPath); ok {
-			for _, p := range pp {
-				ports = append(ports, byPath[p].name)
-			}
-			sort.Strings(ports)
-		}
 		if a != nil {
-			describe(&it, a, ports, applied)
+			describe(&it, a, portsOf, applied)
 			it.LLDP = readLLDP(a, props)
 			if it.Ethtool, err = readEthtool(d.name, a); err != nil {
 				return state.State{}, err
@@ -370,7 +374,8 @@ func dnsServers(a settings, family string) []string {
 
 // describe fills the type-specific sections from the profile applied to the device;
 // a bridge's port VLANs come from its ports' applied profiles.
-func describe(it *state.Interface, applied settings, ports []string, all map[string]settings) {
+func describe(it *state.Interface, applied settings, portsOf map[string][]string, all map[string]settings) {
+	ports := portsOf[it.Key()]
 	switch it.Type {
 	case state.Bond:
 		opts, _ := applied["bond"]["options"].Value().(map[string]string)
@@ -416,7 +421,8 @@ func describe(it *state.Interface, applied settings, ports []string, all map[str
 	case state.OVSBridge:
 		it.Bridge = &state.BridgeConfig{Options: ovsBridgeOptions(applied), Port: make([]state.BridgePort, len(ports))}
 		for i, p := range ports {
-			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: ovsPortVLAN(all[state.Interface{Name: p, Type: state.OVSPort}.Key()])}
+			key := state.Interface{Name: p, Type: state.OVSPort}.Key()
+			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: ovsPortVLAN(all[key]), LinkAggregation: ovsPortBond(all[key], portsOf[key])}
 		}
 	case state.InfiniBand:
 		ib := &state.InfiniBandConfig{Mode: applied.str("infiniband", "transport-mode"), BaseIface: applied.str("infiniband", "parent")}
@@ -430,6 +436,29 @@ func describe(it *state.Interface, applied settings, ports []string, all map[str
 			it.Patch = &state.OVSPatch{Peer: peer}
 		}
 	}
+}
+
+// ovsPortBond reads an OVS port's bonding from its applied profile and its interfaces: a
+// port is a bond when it has more than one, or its profile sets a bond mode or LACP.
+func ovsPortBond(a settings, members []string) *state.OVSBond {
+	lacp := a.str("ovs-port", "lacp")
+	if len(members) < 2 && a.str("ovs-port", "bond-mode") == "" && (lacp == "" || lacp == "off") {
+		return nil
+	}
+	b := &state.OVSBond{Mode: ovsBondMode(a), Port: make([]state.OVSBondPort, len(members))}
+	for i, m := range members {
+		b.Port[i] = state.OVSBondPort{Name: m}
+	}
+	for _, f := range []struct {
+		key string
+		dst **int
+	}{{"bond-updelay", &b.UpDelay}, {"bond-downdelay", &b.DownDelay}} {
+		if v, ok := a["ovs-port"][f.key].Value().(uint32); ok && v > 0 {
+			n := int(v)
+			*f.dst = &n
+		}
+	}
+	return b
 }
 
 // ovsBridgeOptions reads an OVS bridge's options from its applied profile.

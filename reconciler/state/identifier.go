@@ -55,8 +55,16 @@ func (s State) Renamed(from, to string) State {
 		if b := it.Bridge; b != nil {
 			c := *b
 			c.Port = slices.Clone(b.Port)
-			for j := range c.Port {
-				c.Port[j].Name = swap(c.Port[j].Name)
+			for j, bp := range c.Port {
+				c.Port[j].Name = swap(bp.Name)
+				if b := bp.LinkAggregation; b != nil {
+					bond := *b
+					bond.Port = slices.Clone(b.Port)
+					for k := range bond.Port {
+						bond.Port[k].Name = swap(bond.Port[k].Name)
+					}
+					c.Port[j].LinkAggregation = &bond
+				}
 			}
 			it.Bridge = &c
 		}

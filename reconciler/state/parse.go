@@ -164,8 +164,17 @@ func (d *decoder) strings(path string, v any) []string {
 	return out
 }
 
+// hostnameRefused says why each hostname field is refused. The running (transient)
+// hostname is the kernel's: setting it takes CAP_SYS_ADMIN, which the handler does not
+// hold (it changes the node through NetworkManager, with NET_RAW alone), and
+// systemd-hostnamed, which could set it for the handler, keeps a static hostname over
+// any transient one and needs polkit to authorize a caller without that capability.
+var hostnameRefused = map[string]string{
+	"config":  "the static hostname is /etc/hostname, which outlives a boot and is the MachineConfig's: nmoverlay changes nothing persistent",
+	"running": "setting the hostname takes CAP_SYS_ADMIN, which the handler does not hold (it changes the node through NetworkManager, with NET_RAW alone)",
+}
+
 var unsupportedTop = map[string]string{
-	"hostname": "the hostname is not network state nmoverlay manages",
 	"ovs-db":   "global Open vSwitch database settings are not applied yet",
 	"dispatch": "dispatch scripts are not supported",
 }
@@ -175,9 +184,12 @@ func (d *decoder) state(v any) State {
 	if v == nil {
 		return s
 	}
-	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "route-rules", "dns-resolver", "ovn"}, unsupportedTop)
+	m, ok := d.object("desiredState", v, []string{"interfaces", "routes", "route-rules", "dns-resolver", "ovn", "hostname"}, unsupportedTop)
 	if !ok {
 		return s
+	}
+	if v, ok := m["hostname"]; ok {
+		d.object("hostname", v, nil, hostnameRefused)
 	}
 	if v, ok := m["interfaces"]; ok {
 		for i, e := range d.list("interfaces", v) {
@@ -669,10 +681,11 @@ func (d *decoder) bridgeOptions(path string, v any, ovs bool) *BridgeOptions {
 func (d *decoder) bridgePort(path string, v any, ovs bool) BridgePort {
 	var p BridgePort
 	unsupported := map[string]string{"stp-hairpin-mode": "not applied yet", "stp-path-cost": "not applied yet", "stp-priority": "not applied yet"}
+	known := []string{"name", "vlan"}
 	if ovs {
-		unsupported = map[string]string{"link-aggregation": "OVS bonds are not supported yet"}
+		unsupported, known = nil, append(known, "link-aggregation")
 	}
-	m, ok := d.object(path, v, []string{"name", "vlan"}, unsupported)
+	m, ok := d.object(path, v, known, unsupported)
 	if !ok {
 		return p
 	}
@@ -680,6 +693,9 @@ func (d *decoder) bridgePort(path string, v any, ovs bool) BridgePort {
 		p.Name = d.str(join(path, "name"), v)
 	} else {
 		d.fail(join(path, "name"), "required")
+	}
+	if v, ok := m["link-aggregation"]; ok {
+		p.LinkAggregation = d.ovsBond(join(path, "link-aggregation"), v)
 	}
 	if v, ok := m["vlan"]; ok {
 		vp := join(path, "vlan")
@@ -733,6 +749,36 @@ func (d *decoder) bridgePort(path string, v any, ovs bool) BridgePort {
 	return p
 }
 
+func (d *decoder) ovsBond(path string, v any) *OVSBond {
+	m, ok := d.object(path, v, []string{"mode", "port", "bond-updelay", "bond-downdelay"}, map[string]string{"ovs-db": "OVSDB columns of a port are not applied yet"})
+	if !ok {
+		return nil
+	}
+	b := &OVSBond{Mode: d.requiredStr(path, m, "mode")}
+	if b.Mode != "" && !slices.Contains(OVSBondModes, b.Mode) {
+		d.fail(join(path, "mode"), "%q is not an OVS bond mode (%s)", b.Mode, strings.Join(OVSBondModes, ", "))
+	}
+	if v, ok := m["port"]; ok {
+		for i, e := range d.list(join(path, "port"), v) {
+			pp := index(join(path, "port"), i)
+			if pm, ok := d.object(pp, e, []string{"name"}, nil); ok {
+				b.Port = append(b.Port, OVSBondPort{Name: d.requiredStr(pp, pm, "name")})
+			}
+		}
+	} else {
+		d.fail(join(path, "port"), "required")
+	}
+	for _, f := range []struct {
+		key string
+		dst **int
+	}{{"bond-updelay", &b.UpDelay}, {"bond-downdelay", &b.DownDelay}} {
+		if v, ok := m[f.key]; ok {
+			*f.dst = d.integer(join(path, f.key), v, 0, math.MaxUint32)
+		}
+	}
+	return b
+}
+
 func (d *decoder) vrf(path string, v any) *VRFConfig {
 	m, ok := d.object(path, v, []string{"port", "ports", "route-table-id"}, nil)
 	if !ok {
@@ -784,9 +830,11 @@ func (d *decoder) routes(v any) *Routes {
 		for i, e := range d.list("routes.config", v) {
 			p := index("routes.config", i)
 			rm, ok := d.object(p, e, []string{"destination", "next-hop-address", "next-hop-interface", "metric", "table-id", "state"},
-				map[string]string{"weight": "ECMP weights are not applied yet", "route-type": "not applied yet", "cwnd": "not applied yet",
-					"source": "not applied yet", "initcwnd": "not applied yet", "initrwnd": "not applied yet", "mtu": "not applied yet",
-					"quickack": "not applied yet", "advmss": "not applied yet", "vrf-name": "not applied yet"})
+				map[string]string{"weight": "ECMP weights are not applied yet",
+					"route-type": "blackhole, unreachable and prohibit routes are not applied yet: such a route has no next-hop interface, and nmoverlay places and verifies routes on theirs",
+					"cwnd": "not applied yet", "source": "not applied yet", "initcwnd": "not applied yet", "initrwnd": "not applied yet", "mtu": "not applied yet",
+					"quickack": "not applied yet", "advmss": "not applied yet",
+					"vrf-name": "nmstate's routes have no vrf-name (it refuses the field too): a route goes into a VRF by its table-id, the VRF's route-table-id"})
 			if !ok {
 				continue
 			}

@@ -260,7 +260,8 @@ var invalidDocs = []struct {
 	{"rule fwmark", "route-rules: {config: [{ip-to: 192.0.2.0/24, fwmark: '0xzz'}]}", "route-rules.config[0].fwmark", "not a 32-bit unsigned integer"},
 	{"rule address", "route-rules: {config: [{ip-to: 192.0.2.0/33}]}", "route-rules.config[0].ip-to", "not an address or a prefix"},
 	{"absent rule naming nothing", "route-rules: {config: [{state: absent}]}", "route-rules.config[0]", "would remove them all"},
-	{"hostname", "hostname: {config: n1}", "desiredState.hostname", "not supported"},
+	{"static hostname", "hostname: {config: n1}", "hostname.config", "/etc/hostname, which outlives a boot"},
+	{"running hostname", "hostname: {running: n1}", "hostname.running", "CAP_SYS_ADMIN"},
 	{"interfaces not a list", "interfaces: {name: eth1}", "interfaces", "must be a list"},
 	{"interface not a mapping", "interfaces: [eth1]", "interfaces[0]", "must be a mapping"},
 	{"missing name", "interfaces: [{type: ethernet}]", "interfaces[0].name", "required"},
@@ -272,7 +273,15 @@ var invalidDocs = []struct {
 	{"infiniband mode", "interfaces: [{name: ib0, type: infiniband, infiniband: {mode: stream}}]", "interfaces[0].infiniband.mode", `"stream" is not one of datagram, connected`},
 	{"infiniband pkey", "interfaces: [{name: ib0.8001, type: infiniband, infiniband: {pkey: '0x10000', base-iface: ib0}}]", "interfaces[0].infiniband.pkey", "not a partition key"},
 	{"infiniband address as an Ethernet one", "interfaces: [{name: ib0, type: infiniband, identifier: mac-address, mac-address: '02:00:00:00:00:01'}]", "interfaces[0].mac-address", "not an IP-over-InfiniBand hardware address"},
-	{"ovs bond", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: balance-slb}}]}}]", "interfaces[0].bridge.port[0].link-aggregation", "OVS bonds"},
+	{"ovs bond without ports", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: balance-slb}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.port", "required"},
+	{"ovs bond of one", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: balance-slb, port: [{name: eth1}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.port", "two ports or more"},
+	{"ovs bond mode", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: 802.3ad, port: [{name: eth1}, {name: eth2}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.mode", "not an OVS bond mode"},
+	{"ovs bond member twice", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: lacp, port: [{name: eth1}, {name: eth1}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.port[1]", "listed twice"},
+	{"ovs bond named as an interface", "interfaces: [{name: eth3, type: ethernet}, {name: br1, type: ovs-bridge, bridge: {port: [{name: eth3, link-aggregation: {mode: lacp, port: [{name: eth1}, {name: eth2}]}}]}}]", "interfaces[1].bridge.port[0].name", "is also interfaces[0]"},
+	{"ovs bond of an internal interface", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: lacp, port: [{name: eth1}, {name: br1}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.port[1]", "internal interface"},
+	{"ovs bond member of two", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: lacp, port: [{name: eth1}, {name: eth2}]}}]}}, {name: b0, type: bond, link-aggregation: {mode: active-backup, port: [eth2]}}]", "interfaces[1].link-aggregation.port", "already a port of \"br1\""},
+	{"ovs bond ovs-db", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: lacp, ovs-db: {other_config: {a: b}}, port: [{name: eth1}, {name: eth2}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.ovs-db", "not applied yet"},
+	{"bond on a linux bridge port", "interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: lacp}}]}}]", "interfaces[0].bridge.port[0].link-aggregation", "unknown field"},
 	{"dpdk", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: d0}]}}, {name: d0, type: ovs-interface, dpdk: {devargs: '0000:00:01.0'}}]", "interfaces[1].dpdk", "DPDK"},
 	{"ovs fail-mode", "interfaces: [{name: br1, type: ovs-bridge, bridge: {options: {fail-mode: open}, port: [{name: eth1}]}}]", "interfaces[0].bridge.options.fail-mode", "not one of secure, standalone"},
 	{"ovs option on a linux bridge", "interfaces: [{name: br1, type: linux-bridge, bridge: {options: {mcast-snooping-enable: true}}}]", "interfaces[0].bridge.options.mcast-snooping-enable", "unknown field"},
@@ -476,6 +485,57 @@ func TestParseOVSDocs(t *testing.T) {
 	}
 	if iface := ordered[1]; iface.Type != OVSInterface || *iface.CopyMACFrom != "enp2s0" || *iface.IPv4.AutoRouteMetric != 48 {
 		t.Errorf("br-ex interface: %+v", iface)
+	}
+}
+
+// An OVS bond as OpenShift Virtualization documents it (virt-creating-ovs-bridge-mapping-
+// localnet): the bond's members are the bridge's interfaces, ordered after it, and the
+// bond itself is no interface.
+func TestParseOVSBond(t *testing.T) {
+	s, err := Parse([]byte(`interfaces:
+- {name: eno1, type: ethernet, state: up, mtu: 9000}
+- {name: eno2, type: ethernet, state: up, mtu: 9000}
+- name: br1
+  type: ovs-bridge
+  state: up
+  bridge:
+    options: {stp: false}
+    port:
+    - name: bond1
+      link-aggregation:
+        mode: balance-slb
+        bond-updelay: 100
+        port: [{name: eno1}, {name: eno2}]
+      vlan: {mode: access, tag: 10}
+    - name: br1
+- {name: br1, type: ovs-interface, state: up, ipv4: {enabled: false}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bond := s.Interfaces[2].Bridge.Port[0]
+	if bond.LinkAggregation == nil || bond.LinkAggregation.Mode != "balance-slb" || *bond.LinkAggregation.UpDelay != 100 ||
+		!slices.Equal(bond.Interfaces(), []string{"eno1", "eno2"}) || *bond.VLAN.Tag != 10 {
+		t.Errorf("bond: %+v %+v", bond, bond.LinkAggregation)
+	}
+	ordered, err := Order(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range ordered {
+		keys = append(keys, it.Key())
+	}
+	if strings.Join(keys, " ") != "br1,type=ovs-bridge br1 eno1 eno2" {
+		t.Errorf("order: %v", keys)
+	}
+	// Renamed by identifier: mac-address, a member keeps its place in its bond.
+	renamed := s.Renamed("eno2", "enp7s0")
+	if got := renamed.Interfaces[2].Bridge.Port[0].Interfaces(); !slices.Equal(got, []string{"eno1", "enp7s0"}) {
+		t.Errorf("renamed members: %v", got)
+	}
+	if got := s.Interfaces[2].Bridge.Port[0].Interfaces(); !slices.Equal(got, []string{"eno1", "eno2"}) {
+		t.Errorf("renaming changed the original: %v", got)
 	}
 }
 

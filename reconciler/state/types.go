@@ -251,7 +251,41 @@ type STP struct {
 type BridgePort struct {
 	Name string      `json:"name"`
 	VLAN *BridgeVLAN `json:"vlan,omitempty"`
+	// LinkAggregation makes an OVS bridge's port a bond: one OVSDB port over several
+	// interfaces, named by Name, which is no kernel interface.
+	LinkAggregation *OVSBond `json:"link-aggregation,omitempty"`
 }
+
+// Interfaces are the interfaces the port puts on its bridge: a bond's members, else the
+// port itself.
+func (p BridgePort) Interfaces() []string {
+	if p.LinkAggregation == nil {
+		return []string{p.Name}
+	}
+	names := make([]string, len(p.LinkAggregation.Port))
+	for i, m := range p.LinkAggregation.Port {
+		names[i] = m.Name
+	}
+	return names
+}
+
+// OVSBond is an OVS bridge port's link-aggregation: Open vSwitch's bonding, not the
+// kernel's.
+type OVSBond struct {
+	Mode      string        `json:"mode"`
+	Port      []OVSBondPort `json:"port"`
+	UpDelay   *int          `json:"bond-updelay,omitempty"`
+	DownDelay *int          `json:"bond-downdelay,omitempty"`
+}
+
+// OVSBondPort is a member of an OVS bond.
+type OVSBondPort struct {
+	Name string `json:"name"`
+}
+
+// OVSBondModes are nmstate's OVS bond modes: Open vSwitch's three bond modes, and lacp
+// (LACP negotiated, Open vSwitch's default active-backup hashing).
+var OVSBondModes = []string{"active-backup", "balance-slb", "balance-tcp", "lacp"}
 
 // BridgeVLAN is a bridge port's VLAN filtering.
 type BridgeVLAN struct {

@@ -99,7 +99,8 @@ func Validate(s State) field.Errors {
 		if it.MTU != nil && *it.MTU < 1280 && it.IPv6 != nil && it.IPv6.Enabled != nil && *it.IPv6.Enabled {
 			fail(join(p, "mtu"), "%d is below 1280, the IPv6 minimum, while ipv6 is enabled", *it.MTU)
 		}
-		for _, port := range it.portNames() {
+		for _, ref := range it.portRefs() {
+			port := ref.name
 			if prev, ok := controllerOf[port]; ok && prev != it.Name {
 				fail(join(p, portField(it)), "%q is already a port of %q; an interface has one controller", port, prev)
 			}
@@ -107,6 +108,9 @@ func Validate(s State) field.Errors {
 			if port == it.Name && it.Type != OVSBridge { // an OVS bridge's internal interface has its name
 				fail(join(p, portField(it)), "%q cannot be a port of itself", port)
 			}
+		}
+		if it.Type == OVSBridge && it.Bridge != nil {
+			validateOVSBonds(p, it, byName, s.Interfaces, fail)
 		}
 	}
 	// References to interfaces this same state removes.
@@ -130,6 +134,7 @@ func Validate(s State) field.Errors {
 	if s.OVN != nil {
 		validateOVN(s.OVN, fail)
 	}
+
 	if s.Routes != nil {
 		for i, r := range s.Routes.Config {
 			validateRoute(index("routes.config", i), r, fail)
@@ -275,8 +280,42 @@ func validateBridge(p string, b *BridgeConfig, ovs bool, fail func(string, strin
 		if port.VLAN != nil {
 			validateBridgePortVLAN(index(join(p, "bridge.port"), i), port.VLAN, fail)
 		}
+		if b := port.LinkAggregation; b != nil {
+			bp := join(index(join(p, "bridge.port"), i), "link-aggregation")
+			if len(b.Port) < 2 {
+				fail(join(bp, "port"), "an OVS bond needs two ports or more, got %d", len(b.Port))
+			}
+			members := make([]string, len(b.Port))
+			for j, m := range b.Port {
+				members[j] = m.Name
+			}
+			checkPorts(join(bp, "port"), members, fail)
+		}
 	}
 	checkPorts(join(p, "bridge.port"), names, fail)
+}
+
+// validateOVSBonds checks the OVS bonds of the bridge at p against the rest of the state:
+// a bond is an OVSDB port, so its name is no interface's, and its members are interfaces
+// of the system (an ovs-interface is a port of its own).
+func validateOVSBonds(p string, br Interface, byName map[string]int, all []Interface, fail func(string, string, ...any)) {
+	for i, port := range br.Bridge.Port {
+		b := port.LinkAggregation
+		if b == nil {
+			continue
+		}
+		pp := index(join(p, "bridge.port"), i)
+		if j, ok := byName[port.Name]; ok {
+			fail(join(pp, "name"), "%q is also interfaces[%d]: an OVS bond is a port of the bridge, not an interface; give it a name of its own", port.Name, j)
+		} else if port.Name == br.Name {
+			fail(join(pp, "name"), "%q is the bridge's own name, its internal interface's: give the bond a name of its own", port.Name)
+		}
+		for j, m := range b.Port {
+			if k, ok := byName[m.Name]; ok && all[k].Type == OVSInterface || m.Name == br.Name {
+				fail(index(join(pp, "link-aggregation.port"), j), "%q is an OVS internal interface: a bond's ports are interfaces of the system", m.Name)
+			}
+		}
+	}
 }
 
 // validateBridgePortVLAN checks the vlan section of the bridge port at pp: the fields its
@@ -547,19 +586,39 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 
 // portNames are the interfaces this one controls.
 func (it Interface) portNames() []string {
+	refs := it.portRefs()
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.name
+	}
+	return names
+}
+
+// portRefs are the interfaces that are this one's ports, each with the field naming it:
+// an OVS bond's members are its bridge's ports (the bond is an OVSDB port, no interface).
+func (it Interface) portRefs() []reference {
+	var refs []reference
 	switch {
 	case it.LinkAggregation != nil:
-		return it.LinkAggregation.Port
-	case it.Bridge != nil:
-		names := make([]string, len(it.Bridge.Port))
-		for i, p := range it.Bridge.Port {
-			names[i] = p.Name
+		for i, p := range it.LinkAggregation.Port {
+			refs = append(refs, reference{index("link-aggregation.port", i), p})
 		}
-		return names
+	case it.Bridge != nil:
+		for i, p := range it.Bridge.Port {
+			if b := p.LinkAggregation; b != nil {
+				for j, m := range b.Port {
+					refs = append(refs, reference{index(join(index("bridge.port", i), "link-aggregation.port"), j), m.Name})
+				}
+				continue
+			}
+			refs = append(refs, reference{index("bridge.port", i), p.Name})
+		}
 	case it.VRF != nil:
-		return it.VRF.Port
+		for i, p := range it.VRF.Port {
+			refs = append(refs, reference{index("vrf.port", i), p})
+		}
 	}
-	return nil
+	return refs
 }
 
 func portField(it Interface) string {
@@ -595,8 +654,5 @@ func (it Interface) references() []reference {
 	if name, field := it.BaseIface(); name != "" {
 		refs = append(refs, reference{field, name})
 	}
-	for i, p := range it.portNames() {
-		refs = append(refs, reference{index(portField(it), i), p})
-	}
-	return refs
+	return append(refs, it.portRefs()...)
 }

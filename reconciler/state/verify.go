@@ -220,17 +220,49 @@ func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig, ovs bo
 		verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
 	}
 	for _, wp := range w.Port {
-		if wp.VLAN == nil {
-			continue
-		}
-		var have *BridgeVLAN
+		var have BridgePort
 		for _, gp := range g.Port {
 			if gp.Name == wp.Name {
-				have = gp.VLAN
+				have = gp
 			}
 		}
-		if !wp.VLAN.Equivalent(have) {
-			add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have, wp.VLAN)
+		if wp.VLAN != nil && !wp.VLAN.Equivalent(have.VLAN) {
+			add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have.VLAN, wp.VLAN)
+		}
+		if wp.LinkAggregation != nil {
+			verifyOVSBond(add, fmt.Sprintf("%s.bridge.port[name=%s].link-aggregation", n, wp.Name), wp.LinkAggregation, have.LinkAggregation)
+		}
+	}
+}
+
+// verifyOVSBond compares an OVS bond: its mode, its ports (all of them: a bond's members
+// are the policy's), and the delays the policy sets.
+func verifyOVSBond(add func(string, ...any), path string, w, g *OVSBond) {
+	if g == nil {
+		add("%s: not a bond, want mode %s", path, w.Mode)
+		return
+	}
+	if g.Mode != w.Mode {
+		add("%s.mode: %s, want %s", path, g.Mode, w.Mode)
+	}
+	names := func(b *OVSBond) []string {
+		out := make([]string, len(b.Port))
+		for i, p := range b.Port {
+			out[i] = p.Name
+		}
+		return out
+	}
+	verifyPorts(add, path+".port", names(w), names(g))
+	for _, f := range []struct {
+		name      string
+		want, got *int
+	}{{"bond-updelay", w.UpDelay, g.UpDelay}, {"bond-downdelay", w.DownDelay, g.DownDelay}} {
+		got := 0 // Open vSwitch's default
+		if f.got != nil {
+			got = *f.got
+		}
+		if f.want != nil && *f.want != got {
+			add("%s.%s: %d, want %d", path, f.name, got, *f.want)
 		}
 	}
 }

@@ -283,6 +283,43 @@ func TestVerifyOVS(t *testing.T) {
 	}
 }
 
+func TestVerifyOVSBond(t *testing.T) {
+	desired := mustParse(t, `interfaces:
+- name: br1
+  type: ovs-bridge
+  bridge:
+    port:
+    - {name: bond1, link-aggregation: {mode: balance-slb, bond-downdelay: 200, port: [{name: eth1}, {name: eth2}]}}`)
+	delay := 200
+	bond := &OVSBond{Mode: "balance-slb", DownDelay: &delay, Port: []OVSBondPort{{Name: "eth2"}, {Name: "eth1"}}}
+	current := State{Interfaces: []Interface{{Name: "br1", Type: OVSBridge, State: Up, Bridge: &BridgeConfig{
+		Port: []BridgePort{{Name: "bond1", LinkAggregation: bond}, {Name: "patch-x"}}}}}}
+	if diffs := Verify(desired, current); len(diffs) != 0 {
+		t.Fatalf("converged state reported as %v", diffs)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(b *BridgePort)
+		want   string
+	}{
+		{"mode", func(b *BridgePort) { b.LinkAggregation.Mode = "active-backup" }, "br1,type=ovs-bridge.bridge.port[name=bond1].link-aggregation.mode: active-backup, want balance-slb"},
+		{"a member missing", func(b *BridgePort) { b.LinkAggregation.Port = b.LinkAggregation.Port[:1] }, "br1,type=ovs-bridge.bridge.port[name=bond1].link-aggregation.port: [eth2], want [eth1 eth2]"},
+		{"a member more", func(b *BridgePort) {
+			b.LinkAggregation.Port = append(slices.Clone(b.LinkAggregation.Port), OVSBondPort{Name: "eth3"})
+		}, "br1,type=ovs-bridge.bridge.port[name=bond1].link-aggregation.port: [eth1 eth2 eth3], want [eth1 eth2]"},
+		{"delay", func(b *BridgePort) { b.LinkAggregation.DownDelay = nil }, "br1,type=ovs-bridge.bridge.port[name=bond1].link-aggregation.bond-downdelay: 0, want 200"},
+		{"not a bond", func(b *BridgePort) { b.LinkAggregation = nil }, "br1,type=ovs-bridge.bridge.port[name=bond1].link-aggregation: not a bond, want mode balance-slb"},
+	} {
+		c := *bond
+		port := BridgePort{Name: "bond1", LinkAggregation: &c}
+		tc.change(&port)
+		current.Interfaces[0].Bridge.Port[0] = port
+		if diffs := Verify(desired, current); !slices.Equal(diffs, []string{tc.want}) {
+			t.Errorf("%s: %v, want %s", tc.name, diffs, tc.want)
+		}
+	}
+}
+
 func TestVerifyRouteRules(t *testing.T) {
 	desired := mustParse(t, `route-rules: {config: [{ip-to: 172.30.0.0/16, priority: 1000}, {ip-from: 192.0.2.0/24, route-table: 200, state: absent}]}`)
 	current := State{RouteRules: &RouteRules{Config: []RouteRule{

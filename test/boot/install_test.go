@@ -44,6 +44,7 @@ var _ = Describe("an install from openshift-install's manifests", Ordered, func(
 		bootIDs    = map[string]string{}
 		nmPIDs     = map[string]string{}
 		readySince = map[string]metav1.Time{}
+		readyLog   *localcluster.ReadyLog
 	)
 	file := func(sub, name string) string { return filepath.Join(dir, sub, name) }
 	enactment := func(node string) (condition, message, boot string) {
@@ -81,6 +82,10 @@ var _ = Describe("an install from openshift-install's manifests", Ordered, func(
 			Expect(c.Leftovers()).To(BeEmpty())
 		})
 		w, err = localcluster.DeployWorkloads()
+		Expect(err).NotTo(HaveOccurred())
+		recording, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		readyLog, err = c.RecordReady(recording)
 		Expect(err).NotTo(HaveOccurred())
 
 		// What an administrator gives openshift-install: a bridge on every node's second NIC.
@@ -126,7 +131,6 @@ spec:
 			bootIDs[n.Name], err = n.BootID(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			nmPIDs[n.Name] = unitProp(n.Machine, "NetworkManager.service", "MainPID")
-			readySince[n.Name] = nodeReadySince(n.Name)
 		}
 	})
 
@@ -162,6 +166,9 @@ spec:
 	})
 
 	It("creates the NMState: each node's overlay is enabled without a reboot and the policy converges on every node", func() {
+		for _, n := range c.Nodes {
+			readySince[n.Name] = nodeReadySince(n.Name)
+		}
 		start := time.Now()
 		_, err := c.Kubectl(ctx, os.Getenv("KUBECTL"), "apply", "-f", file("openshift", "99_nmoverlay_1_nmstate.yaml"))
 		Expect(err).NotTo(HaveOccurred())
@@ -193,8 +200,9 @@ spec:
 			Expect(run(n.Machine, "ls", overlay.DefaultLayout().Upper())).To(ContainSubstring(".nmconnection"))
 			Expect(run(n.Machine, "ls", overlay.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
 				"nothing reached the persistent dir")
-			Expect(nodeReadySince(n.Name)).To(Equal(readySince[n.Name]), "%s stayed Ready through the NetworkManager restart", n.Name)
+			Expect(nodeReadySince(n.Name)).To(Equal(readySince[n.Name]), "%s stayed Ready through the NetworkManager restart; Ready as seen:\n%s", n.Name, readyLog)
 		}
+		GinkgoWriter.Printf("Ready as seen:\n%s\n", readyLog)
 		usage := componentUsage()
 		Expect(usage["/handler"].processes).To(Equal(len(c.Nodes)), "one handler per node")
 		Expect(usage["/controller"].processes).To(Equal(2), "two controller replicas")

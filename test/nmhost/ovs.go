@@ -22,6 +22,8 @@ const (
 	ovsEtcDir = "/etc/openvswitch" // conf.db: persistent, as on a host
 	// OVSDBSocket is where ovsdb-server listens, Debian's default.
 	OVSDBSocket = ovsRunDir + "/db.sock"
+	// VSwitchdControl is ovs-vswitchd's control socket, for ovs-appctl -t.
+	VSwitchdControl = ovsRunDir + "/ovs-vswitchd.ctl"
 	// nmPluginDir is where the daemon looks for its device plugins (Debian's build options).
 	nmPluginDir = "/usr/lib/x86_64-linux-gnu/NetworkManager"
 	// ovsUserspaceConf: the netdev datapath makes OVS internal interfaces taps; without this
@@ -74,7 +76,7 @@ func (n *Node) startOVS(ctx context.Context) error {
 			"--log-file=" + filepath.Join(n.ovsDir(), "ovsdb-server.log"), "--unixctl=" + ovsRunDir + "/ovsdb-server.ctl"},
 		{"ovs-vsctl", "--no-wait", "init"},
 		{"ovs-vswitchd", "unix:" + OVSDBSocket, "--pidfile=" + ovsRunDir + "/ovs-vswitchd.pid", "--detach",
-			"--log-file=" + filepath.Join(n.ovsDir(), "ovs-vswitchd.log"), "--unixctl=" + ovsRunDir + "/ovs-vswitchd.ctl"},
+			"--log-file=" + filepath.Join(n.ovsDir(), "ovs-vswitchd.log"), "--unixctl=" + VSwitchdControl},
 	} {
 		if _, err := n.Run(ctx, args[0], args[1:]...); err != nil {
 			return fmt.Errorf("starting Open vSwitch: %w", err)

@@ -137,12 +137,41 @@ interfaces:
   ipv6: {enabled: false}
 `
 
+	// OpenShift Virtualization's localnet bridge over an OVS bond of two NICs
+	// (virt-creating-ovs-bridge-mapping-localnet), its NICs eth4 and eth5 here.
+	const bond = `
+interfaces:
+- {name: eth4, type: ethernet, state: up, mtu: 9000}
+- {name: eth5, type: ethernet, state: up, mtu: 9000}
+- name: br1
+  type: ovs-bridge
+  state: up
+  bridge:
+    allow-extra-patch-ports: true
+    options: {stp: false, mcast-snooping-enable: true, datapath: netdev}
+    port:
+    - name: bond1
+      link-aggregation:
+        mode: balance-slb
+        bond-updelay: 100
+        port: [{name: eth4}, {name: eth5}]
+    - name: br1
+- name: br1
+  type: ovs-interface
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+ovn:
+  bridge-mappings:
+  - {localnet: provider-network, bridge: br1, state: present}
+`
+
 	BeforeAll(func() {
 		nmDir := os.Getenv("NMOVERLAY_NM_OVS")
 		Expect(filepath.Join(nmDir, "NetworkManager")).To(BeAnExistingFile(), "NMOVERLAY_NM_OVS is unset: run make test-node (hack/nm-ovs.sh builds it)")
 		var err error
 		n, err = newOverlayNode("ovseng", helper, func(n *nmhost.Node) error {
-			for _, nic := range []string{"eth2", "eth3"} {
+			for _, nic := range []string{"eth2", "eth3", "eth4", "eth5"} {
 				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
 					return err
 				}
@@ -239,6 +268,46 @@ interfaces:
 		Expect(state.Verify(desired(changed, ontoManual, brEx), current())).To(BeEmpty())
 		Expect(apply(localnet, ontoManual, brEx).Commit(ctx)).To(Succeed())
 		Expect(run("ovs-vsctl", "get", "Bridge", "ovs-br1", "mcast_snooping_enable")).To(Equal("true"))
+	})
+
+	It("bonds two NICs on an OVS bridge, changes the bond's mode, rolls the change back, and removes the bond", func() {
+		ovsdbCol := func(table, record, column string) string {
+			return strings.Trim(run("ovs-vsctl", "get", table, record, column), `"`)
+		}
+		Expect(apply(localnet, ontoManual, brEx, bond).Commit(ctx)).To(Succeed())
+		Expect(strings.Fields(run("ovs-vsctl", "list-ports", "br1"))).To(ConsistOf("bond1"))
+		Expect(strings.Fields(run("ovs-vsctl", "list-ifaces", "br1"))).To(ConsistOf("eth4", "eth5"))
+		Expect(ovsdbCol("Port", "bond1", "bond_mode")).To(Equal("balance-slb"))
+		Expect(ovsdbCol("Port", "bond1", "lacp")).To(Equal("off"))
+		Expect(ovsdbCol("Port", "bond1", "bond_updelay")).To(Equal("100"))
+		Expect(run("ovs-appctl", "-t", nmhost.VSwitchdControl, "bond/show", "bond1")).To(SatisfyAll(ContainSubstring("bond_mode: balance-slb"), ContainSubstring("eth4"), ContainSubstring("eth5")))
+		Expect(run("cat", "/sys/class/net/eth4/mtu")).To(Equal("9000"))
+		Expect(externalID(ovsdb.BridgeMappingsKey)).To(ContainSubstring("provider-network:br1"))
+		s := current()
+		br := find(s, "br1", state.OVSBridge)
+		Expect(br).NotTo(BeNil(), "%+v", s.Interfaces)
+		i := slices.IndexFunc(br.Bridge.Port, func(p state.BridgePort) bool { return p.Name == "bond1" })
+		Expect(i).To(BeNumerically(">=", 0), "%+v", br.Bridge.Port)
+		Expect(br.Bridge.Port[i].LinkAggregation).NotTo(BeNil())
+		Expect(br.Bridge.Port[i].LinkAggregation.Mode).To(Equal("balance-slb"))
+		Expect(br.Bridge.Port[i].Interfaces()).To(Equal([]string{"eth4", "eth5"}))
+		Expect(state.Verify(desired(localnet, ontoManual, brEx, bond), s)).To(BeEmpty())
+
+		// Another mode, rolled back: the bond is balance-slb again with both NICs.
+		activeBackup := strings.Replace(bond, "mode: balance-slb", "mode: active-backup", 1)
+		tx := apply(localnet, ontoManual, brEx, activeBackup)
+		Expect(ovsdbCol("Port", "bond1", "bond_mode")).To(Equal("active-backup"))
+		Expect(state.Verify(desired(localnet, ontoManual, brEx, activeBackup), current())).To(BeEmpty())
+		Expect(tx.Rollback(ctx)).To(Succeed())
+		Eventually(func() []string { return state.Verify(desired(localnet, ontoManual, brEx, bond), current()) }, "20s", "250ms").Should(BeEmpty())
+		Expect(ovsdbCol("Port", "bond1", "bond_mode")).To(Equal("balance-slb"))
+		Expect(strings.Fields(run("ovs-vsctl", "list-ifaces", "br1"))).To(ConsistOf("eth4", "eth5"))
+
+		// The bond's policy deleted: its bridge, port and NICs' profiles go.
+		Expect(apply(localnet, ontoManual, brEx).Commit(ctx)).To(Succeed())
+		Eventually(bridges, "10s", "200ms").Should(ConsistOf("br-manual", "br-ex", "ovs-br1"))
+		Expect(upper()).NotTo(ContainElement(ContainSubstring("eth4")))
+		Expect(externalID(ovsdb.BridgeMappingsKey)).NotTo(ContainSubstring("provider-network"))
 	})
 
 	It("rolls back the bridges and the mappings together when a probe fails after the apply", func() {
