@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -13,17 +14,34 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
-// setEthtool writes the offload features a desired state names into NetworkManager's
-// ethtool setting (features it does not name keep what the base profile says).
+// setEthtool writes the features, ring sizes, coalescing and pause settings a desired
+// state names into NetworkManager's ethtool setting (what it does not name keeps what
+// the base profile says).
 func setEthtool(s settings, c *state.EthtoolConfig) {
 	for _, k := range slices.Sorted(maps.Keys(c.Feature)) {
 		s.set("ethtool", state.EthtoolFeatures[k], c.Feature[k])
 	}
+	for _, k := range slices.Sorted(maps.Keys(c.Ring)) {
+		s.set("ethtool", "ring-"+k, c.Ring[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Coalesce)) {
+		s.set("ethtool", "coalesce-"+k, c.Coalesce[k])
+	}
+	if p := c.Pause; p != nil {
+		for _, f := range []struct {
+			option string
+			v      *bool
+		}{{"pause-autoneg", p.Autoneg}, {"pause-rx", p.RX}, {"pause-tx", p.TX}} {
+			if f.v != nil {
+				s.set("ethtool", f.option, *f.v)
+			}
+		}
+	}
 }
 
-// readEthtool reports, for an interface whose applied profile sets offload features,
-// whether the kernel runs each of them (as nmstate reports features: by their kernel
-// names). Only those: every device's whole feature list would bloat the state.
+// readEthtool reports, for an interface whose applied profile sets ethtool options, what
+// the kernel runs of each (as nmstate reports them: features by their kernel names).
+// Only those: every device's whole feature list would bloat the state.
 func readEthtool(name string, a settings) (*state.EthtoolConfig, error) {
 	var wanted []string
 	for kernel, option := range state.EthtoolFeatures {
@@ -31,20 +49,71 @@ func readEthtool(name string, a settings) (*state.EthtoolConfig, error) {
 			wanted = append(wanted, kernel)
 		}
 	}
-	if len(wanted) == 0 {
+	has := func(prefix string) bool {
+		return slices.ContainsFunc(slices.Collect(maps.Keys(a["ethtool"])), func(k string) bool { return strings.HasPrefix(k, prefix) })
+	}
+	c := &state.EthtoolConfig{}
+	if len(wanted) > 0 {
+		active, err := kernelFeatures(name)
+		if err != nil {
+			return nil, err
+		}
+		c.Feature = map[string]bool{}
+		for _, k := range wanted {
+			if on, ok := active[k]; ok {
+				c.Feature[k] = on
+			}
+		}
+	}
+	// A device without ring, coalesce or pause parameters (the ioctl is not supported)
+	// reports none: verification then names what it lacks.
+	if has("ring-") {
+		c.Ring, _ = kernelValues(name, ethtoolGRingParam, 9, ringFields)
+	}
+	if has("coalesce-") {
+		c.Coalesce, _ = kernelValues(name, ethtoolGCoalesce, 23, coalesceFields)
+	}
+	if has("pause-") {
+		if v, err := kernelValues(name, ethtoolGPauseParam, 4, map[string]int{"autoneg": 1, "rx": 2, "tx": 3}); err == nil {
+			on := func(k string) *bool { b := v[k] != 0; return &b }
+			c.Pause = &state.EthtoolPause{Autoneg: on("autoneg"), RX: on("rx"), TX: on("tx")}
+		}
+	}
+	if c.Feature == nil && c.Ring == nil && c.Coalesce == nil && c.Pause == nil {
 		return nil, nil
 	}
-	active, err := kernelFeatures(name)
+	return c, nil
+}
+
+// ringFields and coalesceFields are nmstate's names at their u32 index in struct
+// ethtool_ringparam and struct ethtool_coalesce (linux/ethtool.h; 0 is the command).
+var (
+	ringFields     = map[string]int{"rx": 5, "rx-mini": 6, "rx-jumbo": 7, "tx": 8}
+	coalesceFields = map[string]int{"rx-usecs": 1, "rx-frames": 2, "rx-usecs-irq": 3, "rx-frames-irq": 4,
+		"tx-usecs": 5, "tx-frames": 6, "tx-usecs-irq": 7, "tx-frames-irq": 8, "stats-block-usecs": 9,
+		"adaptive-rx": 10, "adaptive-tx": 11, "pkt-rate-low": 12, "rx-usecs-low": 13, "rx-frames-low": 14,
+		"tx-usecs-low": 15, "tx-frames-low": 16, "pkt-rate-high": 17, "rx-usecs-high": 18, "rx-frames-high": 19,
+		"tx-usecs-high": 20, "tx-frames-high": 21, "sample-interval": 22}
+)
+
+// kernelValues runs an ethtool get command whose answer is words u32s (the command
+// first) and returns the named ones.
+func kernelValues(name string, cmd uint32, words int, fields map[string]int) (state.EthtoolValues, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	c := &state.EthtoolConfig{Feature: map[string]bool{}}
-	for _, k := range wanted {
-		if on, ok := active[k]; ok {
-			c.Feature[k] = on
-		}
+	defer unix.Close(fd)
+	buf := make([]byte, 4*words)
+	binary.NativeEndian.PutUint32(buf, cmd)
+	if err := ethtoolIoctl(fd, name, buf); err != nil {
+		return nil, fmt.Errorf("%s: ethtool command %#x: %w", name, cmd, err)
 	}
-	return c, nil
+	out := state.EthtoolValues{}
+	for k, i := range fields {
+		out[k] = binary.NativeEndian.Uint32(buf[4*i:])
+	}
+	return out, nil
 }
 
 // SIOCETHTOOL commands and string set (linux/ethtool.h).
@@ -52,8 +121,12 @@ const (
 	ethtoolGSSetInfo = 0x37
 	ethtoolGStrings  = 0x1b
 	ethtoolGFeatures = 0x3a
-	ethSSFeatures    = 4
-	ethGStringLen    = 32
+	// ETHTOOL_GCOALESCE, ETHTOOL_GRINGPARAM, ETHTOOL_GPAUSEPARAM
+	ethtoolGCoalesce   = 0x0e
+	ethtoolGRingParam  = 0x10
+	ethtoolGPauseParam = 0x12
+	ethSSFeatures      = 4
+	ethGStringLen      = 32
 )
 
 // kernelFeatures reads a device's offload features, active or not, by name: the names

@@ -232,14 +232,7 @@ interfaces:
 		t.Fatal(err)
 	}
 	h := testHost(map[string]settings{"enp2s0": ipProfile("auto", false, "auto", nil)}, state.State{})
-	ordered, err := state.Order(desired)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := h.plan(desired, ordered, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := mustPlan(t, h, desired)
 	var keys []string
 	built := map[string]settings{}
 	for _, it := range pl.interfaces {
@@ -335,6 +328,20 @@ interfaces:
 	}
 }
 
+// mustPlan orders desired and plans it on h, with prune.
+func mustPlan(t *testing.T, h *host, desired state.State) *steps {
+	t.Helper()
+	ordered, err := state.Order(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := h.plan(desired, ordered, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
 // An OVS bond is one ovs-port profile with its mode, LACP and delays; its members are
 // ports of that OVS port and start after it; the bridge's input digest leaves its ports
 // out, so a bond's change does not start the bridge again.
@@ -354,14 +361,7 @@ interfaces:
 			t.Fatal(err)
 		}
 		h := testHost(nil, state.State{})
-		ordered, err := state.Order(desired)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := h.plan(desired, ordered, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := mustPlan(t, h, desired)
 		built := map[string]settings{}
 		var keys []string
 		for _, it := range pl.interfaces {

@@ -1,15 +1,92 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 )
 
-// EthtoolConfig is an interface's ethtool section; of it nmoverlay applies the offload
-// features, by their kernel names (ethtool -k).
+// EthtoolConfig is an interface's ethtool section: the offload features by their kernel
+// names (ethtool -k), the ring sizes (-g), the interrupt coalescing (-c) and the pause
+// frames (-a), each by nmstate's names.
 type EthtoolConfig struct {
-	Feature map[string]bool `json:"feature,omitempty"`
+	Feature  map[string]bool `json:"feature,omitempty"`
+	Ring     EthtoolValues   `json:"ring,omitempty"`
+	Coalesce EthtoolValues   `json:"coalesce,omitempty"`
+	Pause    *EthtoolPause   `json:"pause,omitempty"`
 }
+
+// EthtoolValues are ring or coalesce parameters by nmstate's name: 32-bit counts, except
+// coalesce's adaptive-rx and adaptive-tx, switches (1 on), written as booleans as nmstate
+// writes them.
+type EthtoolValues map[string]uint32
+
+func (v EthtoolValues) MarshalJSON() ([]byte, error) {
+	out := map[string]any{}
+	for k, n := range v {
+		if EthtoolCoalesceSwitches[k] {
+			out[k] = n != 0
+		} else {
+			out[k] = n
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: counts, and switches as booleans.
+func (v *EthtoolValues) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	out := EthtoolValues{}
+	for k, x := range raw {
+		switch t := x.(type) {
+		case bool:
+			out[k] = 0
+			if t {
+				out[k] = 1
+			}
+		case json.Number:
+			n, err := strconv.ParseUint(t.String(), 10, 32)
+			if err != nil {
+				return fmt.Errorf("ethtool %s: %w", k, err)
+			}
+			out[k] = uint32(n)
+		default:
+			return fmt.Errorf("ethtool %s: %v is not a number or a boolean", k, x)
+		}
+	}
+	*v = out
+	return nil
+}
+
+// EthtoolPause is the pause frame settings.
+type EthtoolPause struct {
+	Autoneg *bool `json:"autoneg,omitempty"`
+	RX      *bool `json:"rx,omitempty"`
+	TX      *bool `json:"tx,omitempty"`
+}
+
+// EthtoolRing are nmstate's ring parameters; NetworkManager's option is "ring-" and the
+// name.
+var EthtoolRing = []string{"rx", "rx-jumbo", "rx-mini", "tx"}
+
+// EthtoolCoalesce are nmstate's coalesce parameters; NetworkManager's option is
+// "coalesce-" and the name.
+var EthtoolCoalesce = []string{"adaptive-rx", "adaptive-tx", "pkt-rate-high", "pkt-rate-low", "rx-frames",
+	"rx-frames-high", "rx-frames-irq", "rx-frames-low", "rx-usecs", "rx-usecs-high", "rx-usecs-irq", "rx-usecs-low",
+	"sample-interval", "stats-block-usecs", "tx-frames", "tx-frames-high", "tx-frames-irq", "tx-frames-low",
+	"tx-usecs", "tx-usecs-high", "tx-usecs-irq", "tx-usecs-low"}
+
+// EthtoolCoalesceSwitches are the coalesce parameters that are on or off.
+var EthtoolCoalesceSwitches = map[string]bool{"adaptive-rx": true, "adaptive-tx": true}
 
 // EthtoolFeatures maps the kernel's feature names nmstate takes to NetworkManager's
 // ethtool option names: most are "feature-" and the kernel's name, a few have legacy
@@ -36,9 +113,8 @@ var EthtoolFeatures = func() map[string]string {
 }()
 
 func (d *decoder) ethtool(path string, v any) *EthtoolConfig {
-	m, ok := d.object(path, v, []string{"feature"}, map[string]string{
-		"ring": "not applied yet", "coalesce": "not applied yet", "pause": "not applied yet", "fec": "not applied yet",
-		"channels": "not applied yet", "msglvl": "not applied yet"})
+	m, ok := d.object(path, v, []string{"feature", "ring", "coalesce", "pause"}, map[string]string{
+		"fec": "NetworkManager 1.42 has no FEC setting", "channels": "not applied yet", "msglvl": "not applied yet"})
 	if !ok {
 		return nil
 	}
@@ -54,11 +130,88 @@ func (d *decoder) ethtool(path string, v any) *EthtoolConfig {
 			}
 		}
 	}
+	if v, ok := m["ring"]; ok {
+		c.Ring = d.ethtoolValues(join(path, "ring"), v, EthtoolRing, []string{"rx-max", "rx-jumbo-max", "rx-mini-max", "tx-max"})
+	}
+	if v, ok := m["coalesce"]; ok {
+		c.Coalesce = d.ethtoolValues(join(path, "coalesce"), v, EthtoolCoalesce, nil)
+	}
+	if v, ok := m["pause"]; ok {
+		if pm, ok := d.object(join(path, "pause"), v, []string{"autoneg", "rx", "tx"}, nil); ok {
+			c.Pause = &EthtoolPause{}
+			for _, f := range []struct {
+				key string
+				dst **bool
+			}{{"autoneg", &c.Pause.Autoneg}, {"rx", &c.Pause.RX}, {"tx", &c.Pause.TX}} {
+				if v, ok := pm[f.key]; ok {
+					*f.dst = d.boolean(join(path, "pause."+f.key), v)
+				}
+			}
+		}
+	}
 	return c
 }
 
-// verifyEthtool compares each stated feature with what the kernel runs.
+// ethtoolValues reads ring or coalesce parameters; readOnly are keys nmstate shows and
+// ignores when applying (a ring's maximums), accepted so a shown state applies back.
+func (d *decoder) ethtoolValues(path string, v any, known, readOnly []string) EthtoolValues {
+	m, ok := d.object(path, v, append(slices.Clone(known), readOnly...), nil)
+	if !ok {
+		return nil
+	}
+	out := EthtoolValues{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if slices.Contains(readOnly, k) {
+			continue
+		}
+		if EthtoolCoalesceSwitches[k] {
+			if b := d.boolean(join(path, k), m[k]); b != nil {
+				out[k] = 0
+				if *b {
+					out[k] = 1
+				}
+			}
+			continue
+		}
+		if n := d.integer(join(path, k), m[k], 0, math.MaxUint32); n != nil {
+			out[k] = uint32(*n)
+		}
+	}
+	return out
+}
+
+// verifyEthtool compares each stated feature, ring size, coalescing parameter and pause
+// setting with what the kernel runs.
 func verifyEthtool(add func(string, ...any), path string, want, got *EthtoolConfig) {
+	if got == nil {
+		got = &EthtoolConfig{}
+	}
+	for _, sec := range []struct {
+		name      string
+		want, got EthtoolValues
+	}{{"ring", want.Ring, got.Ring}, {"coalesce", want.Coalesce, got.Coalesce}} {
+		for _, k := range slices.Sorted(maps.Keys(sec.want)) {
+			if g, ok := sec.got[k]; !ok {
+				add("%s.%s.%s: not reported by the device, want %d", path, sec.name, k, sec.want[k])
+			} else if g != sec.want[k] {
+				add("%s.%s.%s: %d, want %d", path, sec.name, k, g, sec.want[k])
+			}
+		}
+	}
+	if w := want.Pause; w != nil {
+		g := got.Pause
+		if g == nil {
+			g = &EthtoolPause{}
+		}
+		for _, f := range []struct {
+			name      string
+			want, got *bool
+		}{{"autoneg", w.Autoneg, g.Autoneg}, {"rx", w.RX, g.RX}, {"tx", w.TX, g.TX}} {
+			if f.want != nil && (f.got == nil || *f.got != *f.want) {
+				add("%s.pause.%s: %s, want %t", path, f.name, boolOrNone(f.got), *f.want)
+			}
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(want.Feature)) {
 		g, ok := false, false
 		if got != nil {

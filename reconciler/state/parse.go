@@ -174,6 +174,15 @@ var hostnameRefused = map[string]string{
 	"running": "setting the hostname takes CAP_SYS_ADMIN, which the handler does not hold (it changes the node through NetworkManager, with NET_RAW alone)",
 }
 
+// unsupportedRouteKeys are route fields nmstate has and nmoverlay does not apply, and why.
+var unsupportedRouteKeys = map[string]string{
+	"weight":     "ECMP weights are not applied yet",
+	"route-type": "blackhole, unreachable and prohibit routes are not applied yet: such a route has no next-hop interface, and nmoverlay places and verifies routes on theirs",
+	"vrf-name":   "nmstate's routes have no vrf-name (it refuses the field too): a route goes into a VRF by its table-id, the VRF's route-table-id",
+	"cwnd":       "not applied yet", "source": "not applied yet", "initcwnd": "not applied yet", "initrwnd": "not applied yet",
+	"mtu": "not applied yet", "quickack": "not applied yet", "advmss": "not applied yet",
+}
+
 var unsupportedTop = map[string]string{
 	"ovs-db":   "global Open vSwitch database settings are not applied yet",
 	"dispatch": "dispatch scripts are not supported",
@@ -830,11 +839,7 @@ func (d *decoder) routes(v any) *Routes {
 		for i, e := range d.list("routes.config", v) {
 			p := index("routes.config", i)
 			rm, ok := d.object(p, e, []string{"destination", "next-hop-address", "next-hop-interface", "metric", "table-id", "state"},
-				map[string]string{"weight": "ECMP weights are not applied yet",
-					"route-type": "blackhole, unreachable and prohibit routes are not applied yet: such a route has no next-hop interface, and nmoverlay places and verifies routes on theirs",
-					"cwnd": "not applied yet", "source": "not applied yet", "initcwnd": "not applied yet", "initrwnd": "not applied yet", "mtu": "not applied yet",
-					"quickack": "not applied yet", "advmss": "not applied yet",
-					"vrf-name": "nmstate's routes have no vrf-name (it refuses the field too): a route goes into a VRF by its table-id, the VRF's route-table-id"})
+				unsupportedRouteKeys)
 			if !ok {
 				continue
 			}

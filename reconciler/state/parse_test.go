@@ -331,7 +331,11 @@ var invalidDocs = []struct {
 	{"veth self", "interfaces: [{name: v0, type: veth, veth: {peer: v0}}]", "interfaces[0].veth.peer", "cannot peer with itself"},
 	{"vlan on removed base", "interfaces: [{name: bond0, state: absent}, {name: bond0.10, type: vlan, vlan: {id: 10, base-iface: bond0}}]", "interfaces[1].vlan.base-iface", "removed by interfaces[0]"},
 	{"unsupported iface key", "interfaces: [{name: eth1, type: ethernet, dispatch: {post-activation: x}}]", "interfaces[0].dispatch", "not supported by nmoverlay"},
-	{"ethtool ring", "interfaces: [{name: eth1, type: ethernet, ethtool: {ring: {rx: 256}}}]", "interfaces[0].ethtool.ring", "not supported by nmoverlay"},
+	{"ethtool ring", "interfaces: [{name: eth1, type: ethernet, ethtool: {ring: {rx: -1}}}]", "interfaces[0].ethtool.ring.rx", "out of range"},
+	{"ethtool ring key", "interfaces: [{name: eth1, type: ethernet, ethtool: {ring: {rx-pending: 256}}}]", "interfaces[0].ethtool.ring.rx-pending", "unknown field"},
+	{"ethtool coalesce switch", "interfaces: [{name: eth1, type: ethernet, ethtool: {coalesce: {adaptive-tx: 1}}}]", "interfaces[0].ethtool.coalesce.adaptive-tx", "true or false"},
+	{"ethtool pause", "interfaces: [{name: eth1, type: ethernet, ethtool: {pause: {rx: 'off'}}}]", "interfaces[0].ethtool.pause.rx", "true or false"},
+	{"ethtool fec", "interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {auto: true}}}]", "interfaces[0].ethtool.fec", "no FEC setting"},
 	{"ethtool unknown feature", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {rx-checksums: false}}}]", "interfaces[0].ethtool.feature.rx-checksums", "unknown field"},
 	{"ethtool feature not a boolean", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {rx-gro: maybe}}}]", "interfaces[0].ethtool.feature.rx-gro", "true or false"},
 	{"route destination", "routes: {config: [{destination: 10.0.0.0/33, next-hop-interface: eth1}]}", "routes.config[0].destination", "not a prefix"},
@@ -471,21 +475,28 @@ func TestParseOVSDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ordered, err := Order(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, it := range ordered {
-		keys = append(keys, it.Key())
-	}
+	ordered, keys := orderedKeys(t, s)
 	// The bridge first, then its ports: the uplink and the internal interface of its name.
-	if strings.Join(keys, " ") != "br-ex,type=ovs-bridge br-ex enp2s0" {
+	if keys != "br-ex,type=ovs-bridge br-ex enp2s0" {
 		t.Errorf("order: %v", keys)
 	}
 	if iface := ordered[1]; iface.Type != OVSInterface || *iface.CopyMACFrom != "enp2s0" || *iface.IPv4.AutoRouteMetric != 48 {
 		t.Errorf("br-ex interface: %+v", iface)
 	}
+}
+
+// orderedKeys orders s's interfaces, and says their keys in that order.
+func orderedKeys(t *testing.T, s State) ([]Interface, string) {
+	t.Helper()
+	ordered, err := Order(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, len(ordered))
+	for i, it := range ordered {
+		keys[i] = it.Key()
+	}
+	return ordered, strings.Join(keys, " ")
 }
 
 // An OVS bond as OpenShift Virtualization documents it (virt-creating-ovs-bridge-mapping-
@@ -518,15 +529,7 @@ func TestParseOVSBond(t *testing.T) {
 		!slices.Equal(bond.Interfaces(), []string{"eno1", "eno2"}) || *bond.VLAN.Tag != 10 {
 		t.Errorf("bond: %+v %+v", bond, bond.LinkAggregation)
 	}
-	ordered, err := Order(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, it := range ordered {
-		keys = append(keys, it.Key())
-	}
-	if strings.Join(keys, " ") != "br1,type=ovs-bridge br1 eno1 eno2" {
+	if _, keys := orderedKeys(t, s); keys != "br1,type=ovs-bridge br1 eno1 eno2" {
 		t.Errorf("order: %v", keys)
 	}
 	// Renamed by identifier: mac-address, a member keeps its place in its bond.

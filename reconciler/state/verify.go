@@ -106,7 +106,7 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 			add("%s.infiniband.pkey: %s, want %#x", n, intOrNone(g.PKey), *w.PKey)
 		}
 	}
-	if want.Ethtool != nil && len(want.Ethtool.Feature) > 0 {
+	if want.Ethtool != nil {
 		verifyEthtool(add, n+".ethtool", want.Ethtool, got.Ethtool)
 	}
 	if want.LLDP != nil && want.LLDP.Enabled != nil {

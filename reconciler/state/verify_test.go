@@ -1,6 +1,9 @@
 package state
 
 import (
+	"encoding/json"
+	"reflect"
+
 	"sigs.k8s.io/yaml"
 
 	"slices"
@@ -19,7 +22,7 @@ interfaces:
   ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200}
   lldp: {enabled: true}
-  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}}
+  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}, ring: {rx: 1024}, coalesce: {rx-usecs: 30, adaptive-rx: true}, pause: {rx: false, autoneg: false}}
   ethernet:
     sr-iov:
       total-vfs: 2
@@ -61,7 +64,7 @@ interfaces:
   ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200, address: [{ip: "fe80::1", prefix-length: 64}]}
   lldp: {enabled: true, neighbors: [[{type: 5, system-name: tor-1}]]}
-  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}}
+  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}, ring: {rx: 1024, tx: 256, rx-max: 4096}, coalesce: {rx-usecs: 30, adaptive-rx: true, tx-usecs: 0}, pause: {rx: false, tx: true, autoneg: false}}
   ethernet:
     sr-iov:
       total-vfs: 2
@@ -124,6 +127,10 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"ipv6 auto-route-table-id", func(s *State) { *iface(s, "eth1").IPv6.AutoRouteTableID = 254 }, "eth1.ipv6.auto-route-table-id: 254, want 200"},
 		{"ethtool feature", func(s *State) { iface(s, "eth1").Ethtool.Feature["rx-gro"] = true }, "eth1.ethtool.feature.rx-gro: true, want false"},
 		{"ethtool feature not reported", func(s *State) { iface(s, "eth1").Ethtool = nil }, "eth1.ethtool.feature.rx-gro: not reported by the device"},
+		{"ethtool ring", func(s *State) { iface(s, "eth1").Ethtool.Ring["rx"] = 256 }, "eth1.ethtool.ring.rx: 256, want 1024"},
+		{"ethtool ring not reported", func(s *State) { iface(s, "eth1").Ethtool.Ring = nil }, "eth1.ethtool.ring.rx: not reported by the device, want 1024"},
+		{"ethtool coalesce switch", func(s *State) { iface(s, "eth1").Ethtool.Coalesce["adaptive-rx"] = 0 }, "eth1.ethtool.coalesce.adaptive-rx: 0, want 1"},
+		{"ethtool pause", func(s *State) { *iface(s, "eth1").Ethtool.Pause.RX = true }, "eth1.ethtool.pause.rx: true, want false"},
 		{"lldp", func(s *State) { iface(s, "eth1").LLDP = nil }, "eth1.lldp.enabled: false, want true"},
 		{"total-vfs", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.TotalVFs = 0 }, "eth1.ethernet.sr-iov.total-vfs: 0, want 2"},
 		{"no sr-iov", func(s *State) { iface(s, "eth1").Ethernet = nil }, "eth1.ethernet.sr-iov: the device has no SR-IOV"},
@@ -337,5 +344,28 @@ func TestVerifyRouteRules(t *testing.T) {
 	}
 	if diffs := Verify(desired, current); !slices.Equal(diffs, want) {
 		t.Errorf("diffs:\n%s\nwant:\n%s", strings.Join(diffs, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Ring and coalesce values go through JSON (the enactment's status, a captured state) as
+// nmstate writes them: counts, and coalesce's switches as booleans.
+func TestEthtoolValuesJSON(t *testing.T) {
+	in := EthtoolConfig{Ring: EthtoolValues{"rx": 1024}, Coalesce: EthtoolValues{"adaptive-rx": 1, "rx-usecs": 30}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ring":{"rx":1024},"coalesce":{"adaptive-rx":true,"rx-usecs":30}}`; string(b) != want {
+		t.Errorf("marshalled %s, want %s", b, want)
+	}
+	var out EthtoolConfig
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Errorf("round trip: %+v, want %+v", out, in)
+	}
+	if err := json.Unmarshal([]byte(`{"ring":{"rx":-1}}`), &out); err == nil {
+		t.Error("a negative ring size unmarshalled")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
@@ -55,6 +56,9 @@ interfaces:
 		if err == nil || !strings.Contains(err.Error(), "ethtool.feature.tx-tcp-segmentation: false, want true") || !strings.Contains(err.Error(), "rolled back") {
 			return fmt.Errorf("want TSO refused by verification and rolled back, got %v", err)
 		}
-		return expect([]string{"ethtool", "-k", e.NICs.A}, "generic-receive-offload: on")
+		// NetworkManager activates the restored profile after the rollback returns.
+		return eventually(10*time.Second, func() error {
+			return expect([]string{"ethtool", "-k", e.NICs.A}, "generic-receive-offload: on")
+		})
 	}},
 }

@@ -78,6 +78,18 @@ func expect(args []string, contains ...string) error {
 	return nil
 }
 
+// eventually runs check until it passes or timeout ends, and returns its last error.
+func eventually(timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func gone(dev string) error {
 	if _, err := os.Stat(filepath.Join("/sys/class/net", dev)); err == nil {
 		return fmt.Errorf("%s still exists", dev)
@@ -91,7 +103,7 @@ var All = func() []Scenario {
 	// The captures run while the LAN's DHCP server still serves the interfaces the
 	// published examples left up (the last published scenario stops it).
 	last := len(published) - 1
-	return slices.Concat(engineScenarios, ethtoolScenarios, published[:last], captureScenarios, published[last:], sriovScenarios)
+	return slices.Concat(engineScenarios, ethtoolScenarios, published[:last], captureScenarios, published[last:], sriovScenarios, netdevsimEthtoolScenarios)
 }()
 
 var engineScenarios = []Scenario{

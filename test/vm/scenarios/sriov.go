@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,6 +121,105 @@ interfaces:
 			}
 		}
 	}},
+}
+
+// netdevsimEthtoolScenarios: ring sizes, interrupt coalescing and pause frames on a
+// netdevsim port (the virtio NIC has none of them to change), through NetworkManager's
+// ethtool setting, checked with ethtool -g, -c and -a, read back by Show (SIOCETHTOOL),
+// and a change rolled back. netdevsim refuses pause autonegotiation: a policy asking it
+// does not converge and is rolled back.
+var netdevsimEthtoolScenarios = []Scenario{
+	{"ethtool ring, coalesce and pause on a netdevsim port, shown, rolled back, and one it refuses", func(ctx context.Context, e *Env) error {
+		port, err := newNetdevsimPF()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = deleteNetdevsim() }()
+		doc := func(ring, pause string) string {
+			return `
+interfaces:
+- name: ` + port + `
+  type: ethernet
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+  ethtool:
+    ring: ` + ring + `
+    coalesce: {rx-usecs: 30, tx-frames: 8, adaptive-rx: true}
+    pause: ` + pause + `
+`
+		}
+		committed := doc("{rx: 1024, tx: 2048}", "{autoneg: false, rx: true, tx: true}")
+		if err := e.Apply(ctx, committed); err != nil {
+			return err
+		}
+		for args, want := range map[string][]string{
+			"-g": {"Current hardware settings: RX: 1024", "TX: 2048"},
+			"-c": {"Adaptive RX: on", "rx-usecs: 30", "tx-frames: 8"},
+			"-a": {"Autonegotiate: off RX: on TX: on"},
+		} {
+			if err := expectWords([]string{"ethtool", args, port}, want...); err != nil {
+				return err
+			}
+		}
+		s, err := e.NM.Show(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(s.Interfaces, func(it state.Interface) bool { return it.Name == port })
+		if i < 0 || s.Interfaces[i].Ethtool == nil {
+			return fmt.Errorf("Show: no ethtool section for %s", port)
+		}
+		shown := s.Interfaces[i].Ethtool
+		if shown.Ring["rx"] != 1024 || shown.Ring["tx"] != 2048 || shown.Coalesce["adaptive-rx"] != 1 || shown.Coalesce["rx-usecs"] != 30 ||
+			shown.Pause == nil || !*shown.Pause.RX || *shown.Pause.Autoneg {
+			return fmt.Errorf("Show: %s ethtool %+v %+v", port, shown, shown.Pause)
+		}
+		// Smaller rings, rolled back: the committed sizes come back.
+		parsed, err := state.Parse([]byte(doc("{rx: 256, tx: 2048}", "{autoneg: false, rx: true, tx: true}")))
+		if err != nil {
+			return err
+		}
+		tx, err := e.NM.Apply(ctx, parsed, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+		if err != nil {
+			return err
+		}
+		if err := expectWords([]string{"ethtool", "-g", port}, "Current hardware settings: RX: 256"); err != nil {
+			return err
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			return err
+		}
+		if err := eventually(10*time.Second, func() error {
+			return expectWords([]string{"ethtool", "-g", port}, "Current hardware settings: RX: 1024")
+		}); err != nil {
+			return fmt.Errorf("after the rollback: %w", err)
+		}
+		// Pause autonegotiation, which netdevsim refuses: not converged, rolled back.
+		err = e.Apply(ctx, doc("{rx: 1024, tx: 2048}", "{autoneg: true}"))
+		if err == nil || !strings.Contains(err.Error(), "rolled back") {
+			return fmt.Errorf("want pause autonegotiation rolled back, got %v", err)
+		}
+		return eventually(10*time.Second, func() error {
+			return expectWords([]string{"ethtool", "-a", port}, "Autonegotiate: off RX: on TX: on")
+		})
+	}},
+}
+
+// expectWords is expect on the command's output with every run of blanks one space
+// (ethtool aligns its columns with tabs).
+func expectWords(args []string, contains ...string) error {
+	out, err := sh(args...)
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	words := strings.Join(strings.Fields(out), " ")
+	for _, c := range contains {
+		if !strings.Contains(words, c) {
+			return fmt.Errorf("%s: want %q in:\n%s", strings.Join(args, " "), c, out)
+		}
+	}
+	return nil
 }
 
 // vfLine is the line of `ip link show` about VF n ("" when there is none).
