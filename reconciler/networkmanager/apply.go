@@ -170,7 +170,7 @@ func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
 			}
 			last = append(last, fmt.Sprintf("%s (%s)", d.path, d.name))
 			if !ovsOnly(d.typ) {
-				return false, fmt.Errorf("rollback failed for device %s (%s)", d.path, d.name)
+				return false, fmt.Errorf("%s is not an OVS bridge or port, which NetworkManager starts again", d.name)
 			}
 			settled = settled && d.state == deviceStateActivated
 		}

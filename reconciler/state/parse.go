@@ -186,6 +186,8 @@ var unsupportedRouteKeys = map[string]string{
 var unsupportedTop = map[string]string{
 	"ovs-db":   "global Open vSwitch database settings are not applied yet",
 	"dispatch": "dispatch scripts are not supported",
+	// A policy written for seed 000's netplan backend.
+	"network": "this is netplan's schema (network: {version: 2, ...}); the networkmanager backend takes nmstate's (interfaces, routes, ...)",
 }
 
 func (d *decoder) state(v any) State {

@@ -260,6 +260,7 @@ var invalidDocs = []struct {
 	{"rule fwmark", "route-rules: {config: [{ip-to: 192.0.2.0/24, fwmark: '0xzz'}]}", "route-rules.config[0].fwmark", "not a 32-bit unsigned integer"},
 	{"rule address", "route-rules: {config: [{ip-to: 192.0.2.0/33}]}", "route-rules.config[0].ip-to", "not an address or a prefix"},
 	{"absent rule naming nothing", "route-rules: {config: [{state: absent}]}", "route-rules.config[0]", "would remove them all"},
+	{"netplan schema", "network: {version: 2, ethernets: {eth1: {dhcp4: true}}}", "desiredState.network", "netplan's schema"},
 	{"static hostname", "hostname: {config: n1}", "hostname.config", "/etc/hostname, which outlives a boot"},
 	{"running hostname", "hostname: {running: n1}", "hostname.running", "CAP_SYS_ADMIN"},
 	{"interfaces not a list", "interfaces: {name: eth1}", "interfaces", "must be a list"},
