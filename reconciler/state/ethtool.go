@@ -25,6 +25,7 @@ type EthtoolConfig struct {
 // writes them.
 type EthtoolValues map[string]uint32
 
+// MarshalJSON writes the switches as booleans, the counts as numbers.
 func (v EthtoolValues) MarshalJSON() ([]byte, error) {
 	out := map[string]any{}
 	for k, n := range v {

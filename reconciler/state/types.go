@@ -262,11 +262,7 @@ func (p BridgePort) Interfaces() []string {
 	if p.LinkAggregation == nil {
 		return []string{p.Name}
 	}
-	names := make([]string, len(p.LinkAggregation.Port))
-	for i, m := range p.LinkAggregation.Port {
-		names[i] = m.Name
-	}
-	return names
+	return p.LinkAggregation.Members()
 }
 
 // OVSBond is an OVS bridge port's link-aggregation: Open vSwitch's bonding, not the
@@ -276,6 +272,15 @@ type OVSBond struct {
 	Port      []OVSBondPort `json:"port"`
 	UpDelay   *int          `json:"bond-updelay,omitempty"`
 	DownDelay *int          `json:"bond-downdelay,omitempty"`
+}
+
+// Members are the names of the bond's ports.
+func (b *OVSBond) Members() []string {
+	names := make([]string, len(b.Port))
+	for i, m := range b.Port {
+		names[i] = m.Name
+	}
+	return names
 }
 
 // OVSBondPort is a member of an OVS bond.

@@ -134,7 +134,6 @@ func Validate(s State) field.Errors {
 	if s.OVN != nil {
 		validateOVN(s.OVN, fail)
 	}
-
 	if s.Routes != nil {
 		for i, r := range s.Routes.Config {
 			validateRoute(index("routes.config", i), r, fail)
@@ -285,11 +284,7 @@ func validateBridge(p string, b *BridgeConfig, ovs bool, fail func(string, strin
 			if len(b.Port) < 2 {
 				fail(join(bp, "port"), "an OVS bond needs two ports or more, got %d", len(b.Port))
 			}
-			members := make([]string, len(b.Port))
-			for j, m := range b.Port {
-				members[j] = m.Name
-			}
-			checkPorts(join(bp, "port"), members, fail)
+			checkPorts(join(bp, "port"), b.Members(), fail)
 		}
 	}
 	checkPorts(join(p, "bridge.port"), names, fail)

@@ -245,14 +245,7 @@ func verifyOVSBond(add func(string, ...any), path string, w, g *OVSBond) {
 	if g.Mode != w.Mode {
 		add("%s.mode: %s, want %s", path, g.Mode, w.Mode)
 	}
-	names := func(b *OVSBond) []string {
-		out := make([]string, len(b.Port))
-		for i, p := range b.Port {
-			out[i] = p.Name
-		}
-		return out
-	}
-	verifyPorts(add, path+".port", names(w), names(g))
+	verifyPorts(add, path+".port", w.Members(), g.Members())
 	for _, f := range []struct {
 		name      string
 		want, got *int
