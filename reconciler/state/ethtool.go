@@ -204,14 +204,9 @@ func verifyEthtool(add func(string, ...any), path string, want, got *EthtoolConf
 		if g == nil {
 			g = &EthtoolPause{}
 		}
-		for _, f := range []struct {
-			name      string
-			want, got *bool
-		}{{"autoneg", w.Autoneg, g.Autoneg}, {"rx", w.RX, g.RX}, {"tx", w.TX, g.TX}} {
-			if f.want != nil && (f.got == nil || *f.got != *f.want) {
-				add("%s.pause.%s: %s, want %t", path, f.name, boolOrNone(f.got), *f.want)
-			}
-		}
+		verifyField(add, path+".pause.autoneg", w.Autoneg, g.Autoneg)
+		verifyField(add, path+".pause.rx", w.RX, g.RX)
+		verifyField(add, path+".pause.tx", w.TX, g.TX)
 	}
 	for _, k := range slices.Sorted(maps.Keys(want.Feature)) {
 		g, ok := false, false

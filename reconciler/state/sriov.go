@@ -148,9 +148,7 @@ func verifySRIOV(add func(string, ...any), path string, want, got *SRIOVConfig) 
 		}
 		return
 	}
-	if want.TotalVFs != nil && (got.TotalVFs == nil || *got.TotalVFs != *want.TotalVFs) {
-		add("%s.total-vfs: %s, want %d", path, intOrNone(got.TotalVFs), *want.TotalVFs)
-	}
+	verifyField(add, path+".total-vfs", want.TotalVFs, got.TotalVFs)
 	for _, w := range want.VFs {
 		p := fmt.Sprintf("%s.vfs[id=%d]", path, w.ID)
 		i := slices.IndexFunc(got.VFs, func(v VF) bool { return v.ID == w.ID })
@@ -162,26 +160,13 @@ func verifySRIOV(add func(string, ...any), path string, want, got *SRIOVConfig) 
 		if w.MACAddress != nil && (g.MACAddress == nil || !sameMAC(*g.MACAddress, *w.MACAddress)) {
 			add("%s.mac-address: %s, want %s", p, strOrNone(g.MACAddress), *w.MACAddress)
 		}
-		for _, f := range []struct {
-			name      string
-			want, got *bool
-		}{{"spoof-check", w.SpoofCheck, g.SpoofCheck}, {"trust", w.Trust, g.Trust}} {
-			if f.want != nil && (f.got == nil || *f.got != *f.want) {
-				add("%s.%s: %s, want %t", p, f.name, boolOrNone(f.got), *f.want)
-			}
-		}
-		for _, f := range []struct {
-			name      string
-			want, got *int
-		}{{"min-tx-rate", w.MinTxRate, g.MinTxRate}, {"max-tx-rate", w.MaxTxRate, g.MaxTxRate}, {"vlan-id", w.VLANID, g.VLANID}} {
-			if f.want != nil && (f.got == nil || *f.got != *f.want) {
-				add("%s.%s: %s, want %d", p, f.name, intOrNone(f.got), *f.want)
-			}
-		}
+		verifyField(add, p+".spoof-check", w.SpoofCheck, g.SpoofCheck)
+		verifyField(add, p+".trust", w.Trust, g.Trust)
+		verifyField(add, p+".min-tx-rate", w.MinTxRate, g.MinTxRate)
+		verifyField(add, p+".max-tx-rate", w.MaxTxRate, g.MaxTxRate)
+		verifyField(add, p+".vlan-id", w.VLANID, g.VLANID)
 		if w.VLANID != nil && *w.VLANID != 0 {
-			if w.QoS != nil && (g.QoS == nil || *g.QoS != *w.QoS) {
-				add("%s.qos: %s, want %d", p, intOrNone(g.QoS), *w.QoS)
-			}
+			verifyField(add, p+".qos", w.QoS, g.QoS)
 			if wp := cmp.Or(w.VLANProto, VLANProto8021Q); g.VLANProto != wp {
 				add("%s.vlan-proto: %s, want %s", p, cmp.Or(g.VLANProto, "none"), wp)
 			}

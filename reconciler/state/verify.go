@@ -83,9 +83,7 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	if want.Type != "" && got.Type != "" && want.Type != got.Type && !(want.Type == Ethernet && got.Type == Veth) {
 		add("%s.type: %s, want %s", n, got.Type, want.Type)
 	}
-	if want.MTU != nil && (got.MTU == nil || *got.MTU != *want.MTU) {
-		add("%s.mtu: %s, want %d", n, intOrNone(got.MTU), *want.MTU)
-	}
+	verifyField(add, n+".mtu", want.MTU, got.MTU)
 	if want.MACAddress != nil && want.Identifier != IdentifyByMAC && (got.MACAddress == nil || !sameMAC(*got.MACAddress, *want.MACAddress)) {
 		add("%s.mac-address: %s, want %s", n, strOrNone(got.MACAddress), *want.MACAddress)
 	}
@@ -189,25 +187,14 @@ func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig, ovs bo
 		if gotOpts.STP != nil {
 			stp = gotOpts.STP.Enabled
 		}
-		if wo.STP != nil && wo.STP.Enabled != nil && (stp == nil || *stp != *wo.STP.Enabled) {
-			add("%s.bridge.options.stp.enabled: %s, want %t", n, boolOrNone(stp), *wo.STP.Enabled)
+		if wo.STP != nil {
+			verifyField(add, n+".bridge.options.stp.enabled", wo.STP.Enabled, stp)
 		}
-		for _, f := range []struct {
-			name      string
-			want, got *bool
-		}{{"rstp", wo.RSTP, gotOpts.RSTP}, {"mcast-snooping-enable", wo.MCastSnoopingEnable, gotOpts.MCastSnoopingEnable}} {
-			if f.want != nil && (f.got == nil || *f.got != *f.want) {
-				add("%s.bridge.options.%s: %s, want %t", n, f.name, boolOrNone(f.got), *f.want)
-			}
-		}
-		for _, f := range []struct {
-			name      string
-			want, got *string
-		}{{"fail-mode", wo.FailMode, gotOpts.FailMode}, {"datapath", wo.Datapath, gotOpts.Datapath}} {
-			if f.want != nil && (f.got == nil || *f.got != *f.want) {
-				add("%s.bridge.options.%s: %s, want %s", n, f.name, strOrNone(f.got), *f.want)
-			}
-		}
+		opt := n + ".bridge.options."
+		verifyField(add, opt+"rstp", wo.RSTP, gotOpts.RSTP)
+		verifyField(add, opt+"mcast-snooping-enable", wo.MCastSnoopingEnable, gotOpts.MCastSnoopingEnable)
+		verifyField(add, opt+"fail-mode", wo.FailMode, gotOpts.FailMode)
+		verifyField(add, opt+"datapath", wo.Datapath, gotOpts.Datapath)
 	}
 	if ovs {
 		have := bridgePortNames(g)
@@ -579,6 +566,19 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// verifyField reports a field the desired state sets (want not nil) that current does
+// not have, or has otherwise: "path: got, want want".
+func verifyField[T comparable](add func(string, ...any), path string, want, got *T) {
+	if want == nil || got != nil && *got == *want {
+		return
+	}
+	have := "none"
+	if got != nil {
+		have = fmt.Sprint(*got)
+	}
+	add("%s: %s, want %v", path, have, *want)
 }
 
 func intOrNone(p *int) string {
