@@ -125,6 +125,12 @@ func (l Layout) CheckpointRecord() string {
 	return filepath.Join(l.RunDir, "handler", "checkpoint.json")
 }
 
+// NetplanScratch is the handler's dir where netplan's parser checks policies on a copy
+// of the node's netplan configuration (the netplan backend), beside CheckpointRecord.
+func (l Layout) NetplanScratch() string {
+	return filepath.Join(l.RunDir, "handler", "netplan")
+}
+
 // MountUnit is the systemd mount unit's name, derived from Where= as systemd requires.
 func (l Layout) MountUnit() string { return unit.UnitNamePathEscape(l.Merged()) + ".mount" }
 

@@ -42,8 +42,11 @@ type NMStateSpec struct {
 	// policy of every node.
 	// +optional
 	ProbeConfiguration ProbeConfiguration `json:"probeConfiguration,omitempty"`
-	// Backend applies the policies on the nodes. Only networkmanager for now.
-	// +kubebuilder:validation:Enum=networkmanager
+	// Backend applies the policies on the nodes, and says their desired state's schema:
+	// networkmanager (nmstate's schema, through nmoverlay's engine over NetworkManager) or
+	// netplan (netplan's schema, network: {version: 2, ...}, through the node's own
+	// netplan and NetworkManager). A policy in the other schema is refused, naming both.
+	// +kubebuilder:validation:Enum=networkmanager;netplan
 	// +kubebuilder:default=networkmanager
 	// +optional
 	Backend string `json:"backend,omitempty"`
@@ -53,6 +56,12 @@ type NMStateSpec struct {
 	// +optional
 	LogLevel string `json:"logLevel,omitempty"`
 }
+
+// Backends, as spec.backend and the handler's --backend name them.
+const (
+	BackendNetworkManager = "networkmanager"
+	BackendNetplan        = "netplan"
+)
 
 // SelfSignConfiguration is kept for kubernetes-nmstate's manifests; see NMStateSpec.
 type SelfSignConfiguration struct {

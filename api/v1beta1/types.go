@@ -125,6 +125,11 @@ type NodeNetworkStateStatus struct {
 	LastSuccessfulUpdateTime metav1.Time `json:"lastSuccessfulUpdateTime,omitempty"`
 	// +optional
 	HostNetworkManagerVersion string `json:"hostNetworkManagerVersion,omitempty"`
+	// Backend applies the policies on this node (the handler's --backend, the NMState
+	// CR's spec.backend): networkmanager or netplan. A policy's desired state is in its
+	// schema: nmstate's, or netplan's.
+	// +optional
+	Backend string `json:"backend,omitempty"`
 	// +optional
 	Overlay *OverlayStatus `json:"overlay,omitempty"`
 	// Drift lists, per policy in effect, what on the node differs from what it committed,

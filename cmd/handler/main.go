@@ -14,8 +14,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +35,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
@@ -43,6 +47,7 @@ import (
 // options are the handler's flags.
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
+	backend, hostRoot                                                      string
 	disabledProbes                                                         []string
 	probeTimeout, activationTimeout                                        time.Duration
 	reapplyDrift, metricsSecure                                            bool
@@ -68,6 +73,10 @@ func main() {
 			}
 			return nil
 		})
+	flag.StringVar(&o.backend, "backend", nmstatev1.BackendNetworkManager, "how policies are applied: "+nmstatev1.BackendNetworkManager+
+		" (nmstate's schema, nmoverlay's engine over NetworkManager) or "+netplan.Name+" (netplan's schema, through netplan's generator and NetworkManager)")
+	flag.StringVar(&o.hostRoot, "host-root", "/", "the host's root dir as this process sees it (the "+netplan.Name+
+		" backend reads the node's netplan configuration and writes /run/netplan there, and runs netplan chrooted into it when it is not /)")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.HandlerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.HandlerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
@@ -108,7 +117,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	h := newHandler(o, mgr, cfg, dialer, nm, layout)
+	backend, err := newBackend(o, nm, layout)
+	if err != nil {
+		return err
+	}
+	h := newHandler(o, mgr, cfg, dialer, nm, layout, backend)
 	// A write into the lower dir while mounted makes the node refuse policies and report
 	// it at once, not at the next policy change.
 	lowerChanged, err := overlay.WatchLower(ctx, layout)
@@ -124,12 +137,11 @@ func run(o options) error {
 	}
 	wake := make(chan event.GenericEvent, 1)
 	netChanged := make(chan struct{}, 1)
-	show := node.ShowWithMappings(nm.Show, ovsdb.DefaultSocket)
-	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, show, o.reapplyDrift
+	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, h.Backend.Show, o.reapplyDrift
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	nmChanges, err := nm.Changes(ctx)
+	nmChanges, err := h.Backend.Changes(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,7 +157,7 @@ func run(o options) error {
 	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
 	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
-		Client: mgr.GetClient(), NodeName: nodeName, Show: show, Changes: changes, NMVersion: nm.Version,
+		Client: mgr.GetClient(), NodeName: nodeName, Show: h.Backend.Show, Changes: changes, NMVersion: nm.Version, Backend: h.Backend.Name(),
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
 		Drift:   h.Drifted,
 	}); err != nil {
@@ -178,11 +190,13 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 
 // newHandler makes the node handler: its engine, probes, and what it reads of the boot
 // and of the overlay. The channels it is woken by are set by the caller.
-func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout overlay.Layout) *node.Handler {
+func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout overlay.Layout,
+	backend node.Backend) *node.Handler {
 	return &node.Handler{
-		Client:    mgr.GetClient(),
-		NodeName:  o.nodeName,
-		Engine:    newEngine(o, nm, layout, dialer, alive(cfg, mgr.GetHTTPClient())),
+		Client:   mgr.GetClient(),
+		NodeName: o.nodeName,
+		// An apply can kill the API server connections: dropped when they no longer answer.
+		Backend:   node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
 		APIReader: mgr.GetAPIReader(),
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
@@ -202,15 +216,33 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 	}
 }
 
-// newEngine applies through NetworkManager, and drops the API server connections an
-// apply killed (connsAlive tells whether they still answer).
-func newEngine(o options, nm *networkmanager.Client, layout overlay.Layout, dialer *connrotation.Dialer, connsAlive func(context.Context) error) node.Engine {
+// newBackend is the backend --backend names.
+func newBackend(o options, nm *networkmanager.Client, layout overlay.Layout) (node.Backend, error) {
 	// NetworkManager rolls the checkpoint back by itself if this process dies; its
 	// timeout must outlast activation (DHCP included) and the probes (which share one
 	// deadline), or it fires while the probes still wait.
-	return node.Reconnecting{Engine: node.NetworkManager{Client: nm,
-		Options: networkmanager.ApplyOptions{ActivationTimeout: o.activationTimeout, RollbackTimeout: o.activationTimeout + o.probeTimeout + 30*time.Second,
-			CheckpointRecord: layout.CheckpointRecord()}, OVSDBSocket: ovsdb.DefaultSocket}, CloseAll: dialer.CloseAll, Alive: connsAlive}
+	opts := networkmanager.ApplyOptions{ActivationTimeout: o.activationTimeout, RollbackTimeout: o.activationTimeout + o.probeTimeout + 30*time.Second,
+		CheckpointRecord: layout.CheckpointRecord()}
+	switch o.backend {
+	case nmstatev1.BackendNetworkManager:
+		return node.NetworkManager{Client: nm, Options: opts, OVSDBSocket: ovsdb.DefaultSocket}, nil
+	case netplan.Name:
+		return &netplan.Backend{NM: nm, Options: opts, Host: netplan.Host{Root: o.hostRoot, Scratch: layout.NetplanScratch(), Run: hostCommand(o.hostRoot)}}, nil
+	}
+	return nil, fmt.Errorf("--backend %q: not %s or %s", o.backend, nmstatev1.BackendNetworkManager, netplan.Name)
+}
+
+// hostCommand runs a command of the host's: chrooted into root when this process sees
+// the host there (a pod), else as is.
+func hostCommand(root string) func(ctx context.Context, args ...string) ([]byte, error) {
+	return func(ctx context.Context, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		if filepath.Clean(root) != "/" {
+			// The image has no chroot binary: the child chroots before it execs (CAP_SYS_CHROOT).
+			cmd.SysProcAttr, cmd.Dir = &syscall.SysProcAttr{Chroot: root}, "/"
+		}
+		return cmd.CombinedOutput()
+	}
 }
 
 // connectNM connects to NetworkManager, waiting for one that restarts: `nm-overlay enable`

@@ -68,6 +68,22 @@ type Transaction struct {
 	desired    state.State
 	// created are the interfaces the state names that did not exist before the apply.
 	created []string
+	// verify, when set, says what of the change does not run (instead of desired), and
+	// undo puts back files another program wrote for it (ApplyFiles), before the rollback.
+	verify func(current state.State) []string
+	undo   func(ctx context.Context) error
+}
+
+// unconverged says what of the change is not in effect.
+func (t *Transaction) unconverged(ctx context.Context) ([]string, error) {
+	if t.verify == nil {
+		return t.c.unconverged(ctx, t.desired)
+	}
+	current, err := t.c.Show(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the state back: %w", err)
+	}
+	return t.verify(current), nil
 }
 
 // Commit keeps the change: the checkpoint is destroyed. If NetworkManager lost the
@@ -77,7 +93,7 @@ type Transaction struct {
 func (t *Transaction) Commit(ctx context.Context) error {
 	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
 		_ = t.record.clear() // it notes a checkpoint that no longer exists
-		diffs, err := t.c.unconverged(ctx, t.desired)
+		diffs, err := t.unconverged(ctx)
 		if err != nil {
 			return &CheckpointLostError{Op: "commit", Why: why + "; " + err.Error()}
 		}
@@ -96,11 +112,15 @@ func (t *Transaction) Commit(ctx context.Context) error {
 // Rollback restores every device and profile as they were before Apply. If the
 // checkpoint is gone (*CheckpointLostError) nothing was restored: the caller must.
 func (t *Transaction) Rollback(ctx context.Context) error {
+	var undoErr error
+	if t.undo != nil {
+		undoErr = t.undo(ctx)
+	}
 	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
 		_ = t.record.clear()
-		return &CheckpointLostError{Op: "roll back", Why: why}
+		return errors.Join(undoErr, &CheckpointLostError{Op: "roll back", Why: why})
 	}
-	err := t.c.rollback(ctx, t.checkpoint.Path)
+	err := errors.Join(undoErr, t.c.rollback(ctx, t.checkpoint.Path))
 	if cerr := t.record.clear(); err == nil {
 		err = cerr
 	}

@@ -46,6 +46,15 @@ type Snapshot struct {
 	// only when a new generation is to roll out.
 	Rollout     *rolloutView
 	SlotTimeout time.Duration
+	// Schema is the backend's schema; nil is nmstate's (NMState).
+	Schema Schema
+}
+
+func (s Snapshot) schema() Schema {
+	if s.Schema == nil {
+		return NMState{}
+	}
+	return s.Schema
 }
 
 // Failure is an apply that failed, kept in memory: a restarted handler tries once at once.
@@ -145,7 +154,7 @@ func Decide(s Snapshot) Decision {
 		d.Requeue = degradedRetry // the marker's removal wakes the handler; this is the fallback
 		return d
 	}
-	d.Plan = MakePlan(s.Selected)
+	d.Plan = MakePlan(s.schema(), s.Selected)
 	for _, p := range s.Selected {
 		if p.CaptureRetry {
 			d.requeue(captureRetry, true) // a capture that found nothing yet may find it later
@@ -248,9 +257,13 @@ func (d *Decision) reportApplied(s Snapshot, applyErr error) {
 			if d.Failed == nil {
 				d.Failed = map[string]Failure{}
 			}
+			msg := applyErr.Error()
+			if refused := (*PoliciesRefused)(nil); errors.As(applyErr, &refused) && refused.Reasons[name] != "" {
+				msg = refused.Reasons[name]
+			}
 			d.Failed[name] = Failure{Generation: gen, ByProbe: errors.As(applyErr, new(probeFailure)),
-				Policies: s.policySet(), Message: applyErr.Error()}
-			d.set(name, Update{Condition: shared.EnactmentFailing, Message: applyErr.Error(), Generation: gen,
+				Policies: s.policySet(), Message: msg}
+			d.set(name, Update{Condition: shared.EnactmentFailing, Message: msg, Generation: gen,
 				Event: shared.ReasonFailedToConfigure})
 			continue
 		}
@@ -395,7 +408,7 @@ func compose(s Snapshot, plan Plan, held map[string]bool) (Plan, map[string]bool
 			pols = append(pols, pol)
 		}
 	}
-	return MakePlan(pols), current
+	return MakePlan(s.schema(), pols), current
 }
 
 // commitKey identifies a committed state within a boot.

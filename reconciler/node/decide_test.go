@@ -114,7 +114,8 @@ func names(d Decision) []string {
 		return nil
 	}
 	var out []string
-	for _, it := range d.Composed.Apply.Interfaces {
+	apply, _ := NMStateOf(d.Composed.Apply)
+	for _, it := range apply.Interfaces {
 		out = append(out, it.Name)
 	}
 	return out
@@ -230,21 +231,21 @@ func TestDecide(t *testing.T) {
 		{name: "up to date, and what this process committed: nothing to do",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
-				s.Committed = commitKey(boot, MakePlan([]Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{}},
 		{name: "etcd restored to before a policy was created: enactments up to date, the node still has it: applied without it",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
-				s.Committed = commitKey(boot, MakePlan([]Policy{a1, b1}))
+				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1, b1}))
 				return s
 			}(),
 			want: want{apply: []string{"d-a"}, settle: true}},
 		{name: "etcd restored to before a policy was deleted: its enactment says Available, the node no longer has it: applied again",
 			s: func() Snapshot {
 				s := snap([]Policy{a1, b1}, available("a", 1, boot, "d-a"), available("b", 1, boot, "d-b"))
-				s.Committed = commitKey(boot, MakePlan([]Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{apply: []string{"d-a", "d-b"}, settle: true}},
@@ -254,7 +255,7 @@ func TestDecide(t *testing.T) {
 		{name: "already committed in this process: no transaction, still settled",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, enactment("a", 1, shared.EnactmentFailing, driftMessage(driftPrefix+"x"), boot, dummyState("d-a")))
-				s.Committed = commitKey(boot, MakePlan([]Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{settle: true}},
@@ -373,6 +374,19 @@ func TestSettle(t *testing.T) {
 			applyErr: &networkmanager.ApplyError{Reason: "did not converge"},
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: did not converge"}}},
+		{name: "a policy the backend refused before any change fails alone, with its reason; the other is tried again at once",
+			s:        ranked(snap([]Policy{a1, b1}, claimed(a1), claimed(b1))),
+			applyErr: &PoliciesRefused{Reasons: map[string]string{"b": "netplan: 90-nmoverlay-b.yaml:1:2: Error"}},
+			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
+				updates: map[string]string{"b": "Failing: netplan: 90-nmoverlay-b.yaml:1:2: Error"}}},
+		{name: "a policy the backend's own check refused fails alone, like an invalid one",
+			s: func() Snapshot {
+				b := b1
+				b.Refused = "spec.desiredState: netplan: 90-nmoverlay-b.yaml:1:2: Error"
+				return ranked(snap([]Policy{a1, b}, claimed(a1)))
+			}(),
+			want: want{apply: []string{"d-a"}, settle: true, updates: map[string]string{"a": "Available: ",
+				"b": "Failing: spec.desiredState: netplan: 90-nmoverlay-b.yaml"}}},
 		{name: "a probe failure is recorded as one",
 			s:        ranked(snap([]Policy{a1}, claimed(a1))),
 			applyErr: probeFailure{errors.New("probe gateway failed; rolled back")},

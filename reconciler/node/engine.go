@@ -18,11 +18,13 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
-// NetworkManager is the Engine on a real node: every apply prunes, because the handler
-// always hands over the node's whole desired state. OVN's bridge mappings, which live in
-// Open vSwitch's database, are written in the same transaction, after NetworkManager's
-// part: its rollback undoes them too.
+// NetworkManager is the networkmanager backend: nmoverlay's engine over NetworkManager's
+// D-Bus API, on nmstate's schema. Every apply prunes, because the handler always hands
+// over the node's whole desired state. OVN's bridge mappings, which live in Open vSwitch's
+// database, are written in the same transaction, after NetworkManager's part: its
+// rollback undoes them too.
 type NetworkManager struct {
+	NMState
 	Client  *networkmanager.Client
 	Options networkmanager.ApplyOptions
 	// OVSDBSocket is ovsdb-server's socket. A node without one has no Open vSwitch: a
@@ -30,7 +32,11 @@ type NetworkManager struct {
 	OVSDBSocket string
 }
 
-func (e NetworkManager) Apply(ctx context.Context, desired state.State) (Transaction, error) {
+func (e NetworkManager) Apply(ctx context.Context, d Desired) (Transaction, error) {
+	desired, err := NMStateOf(d)
+	if err != nil {
+		return nil, err
+	}
 	opts := e.Options
 	opts.Prune = true
 	db, err := e.mappings(ctx, desired.OVN)
@@ -63,6 +69,18 @@ func (e NetworkManager) Apply(ctx context.Context, desired state.State) (Transac
 		return nil, &networkmanager.ApplyError{Reason: "ovn.bridge-mappings: " + err.Error(), RollbackErr: rbErr}
 	}
 	return &mappingsTx{Transaction: tx, db: db, prev: prev.Owned}, nil
+}
+
+// Check: nmstate's schema is checked whole by Parse.
+func (NetworkManager) Check(context.Context, string, []byte) error { return nil }
+
+// Show is the node's network with OVN's bridge mappings.
+func (e NetworkManager) Show(ctx context.Context) (state.State, error) {
+	return ShowWithMappings(e.Client.Show, e.OVSDBSocket)(ctx)
+}
+
+func (e NetworkManager) Changes(ctx context.Context) (<-chan struct{}, error) {
+	return e.Client.Changes(ctx)
 }
 
 // ovsdbSession is one apply's connection to ovsdb-server and the mappings it writes.
@@ -200,7 +218,7 @@ func exists(path string) bool {
 // after an apply and after its commit or rollback, Alive checks the connections (one
 // request, bounded by AliveTimeout) and CloseAll runs only if they are dead.
 type Reconnecting struct {
-	Engine
+	Backend
 	CloseAll func()
 	// Alive makes one request over the clients' connections.
 	Alive func(ctx context.Context) error
@@ -210,8 +228,8 @@ type Reconnecting struct {
 // answers in milliseconds.
 const AliveTimeout = 2 * time.Second
 
-func (r Reconnecting) Apply(ctx context.Context, desired state.State) (Transaction, error) {
-	tx, err := r.Engine.Apply(ctx, desired)
+func (r Reconnecting) Apply(ctx context.Context, desired Desired) (Transaction, error) {
+	tx, err := r.Backend.Apply(ctx, desired)
 	if errors.As(err, new(*networkmanager.CheckpointBusyError)) {
 		return nil, err // nothing was changed
 	}

@@ -36,7 +36,7 @@ import (
 type Handler struct {
 	Client   client.Client
 	NodeName string
-	Engine   Engine
+	Backend  Backend
 	// BootID identifies the running boot (/proc/sys/kernel/random/boot_id).
 	BootID func() (string, error)
 	// Degraded returns why the node's overlay is not in use, or "": policies applied
@@ -78,7 +78,7 @@ type Handler struct {
 	// last: the state last committed (or restored) in this process, and in which boot.
 	last struct {
 		boot  string
-		state state.State
+		state Desired
 	}
 	// keptProbes: probes that passed before an apply that did not end in a commit. They
 	// stay in force until a commit, even if they fail before the next apply: that apply may
@@ -204,6 +204,14 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 	if err := h.renderCaptures(ctx, v, time.Now()); err != nil {
 		return nil, err
 	}
+	for i, pol := range v.selected {
+		if pol.CaptureError != "" {
+			continue
+		}
+		if err := h.Backend.Check(ctx, pol.Name, pol.DesiredState); err != nil {
+			v.selected[i].Refused = "spec.desiredState: " + err.Error()
+		}
+	}
 	return v, nil
 }
 
@@ -211,7 +219,7 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 func (h *Handler) snapshot(v *nodeView, reapply bool) Snapshot {
 	return Snapshot{Node: h.NodeName, Boot: v.boot, Degraded: v.degraded, Now: time.Now(), Selected: v.selected,
 		Enactments: v.existing, Failures: h.failures.byPolicy, Drifted: h.driftedNow(), Reapply: reapply,
-		Committed: h.committed, SlotTimeout: h.SlotTimeout}
+		Committed: h.committed, SlotTimeout: h.SlotTimeout, Schema: h.Backend}
 }
 
 // reconcile is one pass: read, decide (Decide), apply, decide what to report (Settle),

@@ -28,6 +28,8 @@ type Policy struct {
 	DesiredState []byte
 	Captured     map[string]v1beta1.CapturedState
 	CaptureError string
+	// Refused: the backend's own check refused the desired state (Checker).
+	Refused string
 	// CaptureRetry: the captures are well formed but found nothing on the node yet (no
 	// LLDP neighbour heard, no default route): evaluated again after captureRetry.
 	CaptureRetry bool
@@ -43,7 +45,7 @@ func (p Policy) Selects(nodeLabels map[string]string) bool {
 // Plan is what to do on one node.
 type Plan struct {
 	// Apply is the merged desired state of every valid, non-conflicting selected policy.
-	Apply state.State
+	Apply Desired
 	// Applied names the policies Apply is made of.
 	Applied []string
 	// Owners names, for each interface of Apply, the policies that state it.
@@ -53,26 +55,30 @@ type Plan struct {
 	Failed map[string]string
 }
 
-// MakePlan parses and merges the policies selected for a node. One bad policy never blocks
-// the others: an invalid one fails alone, two that conflict fail together (each message
-// names the other), and the rest are merged and applied.
-func MakePlan(selected []Policy) Plan {
+// MakePlan parses and merges the policies selected for a node in the backend's schema. One
+// bad policy never blocks the others: an invalid one fails alone, two that conflict fail
+// together (each message names the other), and the rest are merged and applied.
+func MakePlan(schema Schema, selected []Policy) Plan {
 	p := Plan{Failed: map[string]string{}}
-	var sources []state.Source
+	var sources []Parsed
 	for _, pol := range selected {
 		if pol.CaptureError != "" {
 			p.Failed[pol.Name] = pol.CaptureError
 			continue
 		}
-		s, err := state.Parse(pol.DesiredState)
+		if pol.Refused != "" {
+			p.Failed[pol.Name] = pol.Refused
+			continue
+		}
+		s, err := schema.Parse(pol.DesiredState)
 		if err != nil {
 			p.Failed[pol.Name] = "spec.desiredState: " + err.Error()
 			continue
 		}
-		sources = append(sources, state.Source{Policy: pol.Name, State: s})
+		sources = append(sources, Parsed{Policy: pol.Name, State: s})
 	}
 	for len(sources) > 0 {
-		merged, err := state.Merge(sources)
+		desired, owners, err := schema.Merge(sources)
 		var conflicts state.Conflicts
 		if errors.As(err, &conflicts) {
 			bad := map[string]bool{}
@@ -82,7 +88,7 @@ func MakePlan(selected []Policy) Plan {
 					p.Failed[pol] = appendMessage(p.Failed[pol], "spec.desiredState."+c.Error())
 				}
 			}
-			var keep []state.Source
+			var keep []Parsed
 			for _, s := range sources {
 				if !bad[s.Policy] {
 					keep = append(keep, s)
@@ -93,17 +99,11 @@ func MakePlan(selected []Policy) Plan {
 		}
 		if err != nil { // not a conflict: nothing can be applied together
 			for _, s := range sources {
-				p.Failed[s.Policy] = "merging the node's policies: " + err.Error()
-			}
-			return p
-		}
-		if _, err := state.Order(merged.State); err != nil {
-			for _, s := range sources {
 				p.Failed[s.Policy] = "spec.desiredState: " + err.Error()
 			}
 			return p
 		}
-		p.Apply, p.Owners = merged.State, merged.Owners
+		p.Apply, p.Owners = desired, owners
 		for _, s := range sources {
 			p.Applied = append(p.Applied, s.Policy)
 		}
@@ -127,13 +127,25 @@ func appendMessage(prev, msg string) string {
 // tried without them, at once. Blamed are, among the policies new in the change (isNew):
 // those stating an interface that would not activate (a DHCP server that never answers
 // fails its own policy, not the node's others), else those that had failed before at
-// this generation (failedBefore). None when nothing points anywhere: all new ones fail.
+// this generation (failedBefore). A backend that refused policies before any change
+// (*PoliciesRefused) names them. None when nothing points anywhere: all new ones fail.
 // Trying the rest again is safe: it is the same transaction less the suspects, checked
 // and rolled back like any other.
 func suspectsOf(applyErr error, apply Plan, isNew, failedBefore func(string) bool) map[string]bool {
 	suspects := map[string]bool{}
 	if applyErr == nil {
 		return suspects
+	}
+	var refused *PoliciesRefused
+	if errors.As(applyErr, &refused) {
+		for name := range refused.Reasons {
+			if isNew(name) {
+				suspects[name] = true
+			}
+		}
+		if len(suspects) > 0 {
+			return suspects
+		}
 	}
 	var ae *networkmanager.ApplyError
 	if errors.As(applyErr, &ae) {

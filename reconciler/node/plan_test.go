@@ -28,7 +28,7 @@ func TestSelects(t *testing.T) {
 }
 
 func TestMakePlanIsolatesBadPolicies(t *testing.T) {
-	p := MakePlan([]Policy{
+	p := MakePlan(NMState{}, []Policy{
 		{Name: "good-vlan", DesiredState: []byte(`{"interfaces":[{"name":"bond0.10","type":"vlan","vlan":{"id":10,"base-iface":"bond0"}}]}`)},
 		{Name: "good-bond", DesiredState: []byte(`{"interfaces":[{"name":"bond0","type":"bond","link-aggregation":{"mode":"active-backup","port":["eth1"]}}]}`)},
 		{Name: "invalid", DesiredState: []byte(`{"interfaces":[{"name":"v","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`)},
@@ -40,8 +40,8 @@ func TestMakePlanIsolatesBadPolicies(t *testing.T) {
 	if got := strings.Join(p.Applied, ","); got != "good-bond,good-vlan" {
 		t.Errorf("applied %s", got)
 	}
-	if len(p.Apply.Interfaces) != 2 {
-		t.Errorf("merged %+v", p.Apply.Interfaces)
+	if apply, err := NMStateOf(p.Apply); err != nil || len(apply.Interfaces) != 2 {
+		t.Errorf("merged %+v (%v)", p.Apply, err)
 	}
 	for pol, want := range map[string]string{
 		"invalid":  "spec.desiredState: interfaces[0].vlan.id: 5000 is out of range 1..4094",

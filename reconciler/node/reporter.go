@@ -29,6 +29,8 @@ type Reporter struct {
 	Show      func(ctx context.Context) (state.State, error)
 	Changes   <-chan struct{}
 	NMVersion func() (string, error)
+	// Backend names the backend the node's handler applies policies with.
+	Backend string
 	// Overlay reports the node's keyfile overlay (nm-overlay's status and marker).
 	Overlay func() (*v1beta1.OverlayStatus, error)
 	// Drift lists what policies committed and was changed since (Handler.Drifted).
@@ -100,6 +102,7 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 		return false, err
 	}
 	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized}
+	status.Backend = r.Backend
 	if r.NMVersion != nil {
 		status.HostNetworkManagerVersion, _ = r.NMVersion()
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 )
@@ -22,17 +21,11 @@ type Transaction interface {
 	Rollback(ctx context.Context) error
 }
 
-// Engine applies a node's whole desired state; what it owns and the state does not name
-// is removed (reconciler/networkmanager with Prune).
-type Engine interface {
-	Apply(ctx context.Context, desired state.State) (Transaction, error)
-}
-
 // apply applies desired, probes the node and commits, or rolls back when a probe that
 // passed before the apply fails after it. When NetworkManager cannot roll back (it
 // restarted and lost the checkpoint) or cannot commit, the last committed state is
 // applied again at once, so the node never stays on a change nobody committed.
-func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, desired state.State) (err error) {
+func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, desired Desired) (err error) {
 	start := time.Now()
 	result := "failed"
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot, "policies", policies)
@@ -45,11 +38,11 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 			log.Info("not applied", "reason", err.Error(), "duration", took.Round(time.Millisecond).String())
 		}
 	}()
-	log.V(1).Info("applying", "interfaces", len(desired.Interfaces))
+	log.V(1).Info("applying", "backend", h.Backend.Name())
 	healthy := h.baseline(ctx)
-	tx, err := h.Engine.Apply(ctx, desired)
+	tx, err := h.Backend.Apply(ctx, desired)
 	if err != nil {
-		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*field.Error)) {
+		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*field.Error)) || errors.As(err, new(*PoliciesRefused)) {
 			return err // nothing was changed
 		}
 		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge
@@ -119,7 +112,7 @@ func (h *Handler) restored(ctx context.Context, v *nodeView, cause error) error 
 // passed them when it was committed, and nothing better is known.
 func (h *Handler) restore(ctx context.Context, v *nodeView) error {
 	last := h.lastCommitted(v)
-	tx, err := h.Engine.Apply(ctx, last)
+	tx, err := h.Backend.Apply(ctx, last)
 	if err == nil {
 		err = tx.Commit(ctx)
 	}
@@ -136,7 +129,7 @@ func (h *Handler) restore(ctx context.Context, v *nodeView) error {
 // lastCommitted is the state last committed on the node in this boot: this process's own
 // record, or, after a restart, what the enactments Available in this boot applied
 // (status.desiredState); in a new boot, nothing (the persistent profiles).
-func (h *Handler) lastCommitted(v *nodeView) state.State {
+func (h *Handler) lastCommitted(v *nodeView) Desired {
 	if h.last.boot == v.boot {
 		return h.last.state
 	}
@@ -147,7 +140,7 @@ func (h *Handler) lastCommitted(v *nodeView) state.State {
 		}
 	}
 	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
-	return MakePlan(pols).Apply
+	return MakePlan(h.Backend, pols).Apply
 }
 
 // probeFailure: the apply converged, then a probe failed and it was rolled back.

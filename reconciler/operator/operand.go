@@ -114,7 +114,34 @@ func placeHandler(pod *corev1.PodSpec, spec nmstatev1.NMStateSpec) error {
 		return err
 	}
 	c.Args = append(c.Args, HandlerArgs(spec)...)
+	if spec.Backend == nmstatev1.BackendNetplan {
+		netplanHost(pod, c)
+	}
 	return nil
+}
+
+// HostRoot is where the handler sees the host's root with the netplan backend.
+const HostRoot = "/host"
+
+// netplanHost gives the handler what the netplan backend needs of the host: its root,
+// read-only (netplan's own binary and the node's /etc/netplan), its /run writable
+// (/run/netplan, and NetworkManager's runtime profiles netplan generates: nothing
+// persistent), and chroot, to run netplan in the host's root.
+func netplanHost(pod *corev1.PodSpec, c *corev1.Container) {
+	dir := corev1.HostPathDirectory
+	pod.Volumes = append(pod.Volumes,
+		corev1.Volume{Name: "host-root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: &dir}}},
+		corev1.Volume{Name: "host-run", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/run", Type: &dir}}})
+	c.VolumeMounts = append(c.VolumeMounts,
+		corev1.VolumeMount{Name: "host-root", MountPath: HostRoot, ReadOnly: true},
+		corev1.VolumeMount{Name: "host-run", MountPath: HostRoot + "/run"})
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	if c.SecurityContext.Capabilities == nil {
+		c.SecurityContext.Capabilities = &corev1.Capabilities{}
+	}
+	c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "SYS_CHROOT")
 }
 
 // placeController places the controller's pods and passes the log level.
@@ -148,6 +175,9 @@ func container(pod *corev1.PodSpec, name string) (*corev1.Container, error) {
 // order (a change of order would roll the DaemonSet).
 func HandlerArgs(spec nmstatev1.NMStateSpec) []string {
 	var args []string
+	if spec.Backend == nmstatev1.BackendNetplan {
+		args = append(args, "--backend="+spec.Backend, "--host-root="+HostRoot)
+	}
 	p := spec.ProbeConfiguration
 	if p.DNS.Host != "" {
 		args = append(args, "--dns-probe-host="+p.DNS.Host)

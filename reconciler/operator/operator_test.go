@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +82,9 @@ func TestDesired(t *testing.T) {
 			controlArgs: []string{"--zap-log-level=debug"}},
 		{name: "info is the default: no flag", spec: nmstatev1.NMStateSpec{LogLevel: "info"},
 			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations, ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations},
+		{name: "the netplan backend: the flag, the host's root and /run, chroot", spec: nmstatev1.NMStateSpec{Backend: nmstatev1.BackendNetplan},
+			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations, ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations,
+			handlerArgs: []string{"--backend=netplan", "--host-root=/host"}},
 		{name: "the handler stays on Linux", spec: nmstatev1.NMStateSpec{NodeSelector: map[string]string{"kubernetes.io/os": "windows"}},
 			err: "spec.nodeSelector: kubernetes.io/os=windows: the handler runs on Linux only"},
 	} {
@@ -129,6 +133,18 @@ func TestDesired(t *testing.T) {
 			check("controller affinity", c.Affinity, tc.ctrlAff)
 			check("handler args", h.Containers[0].Args, append(slices.Clone(defHandler.Containers[0].Args), tc.handlerArgs...))
 			check("controller args", c.Containers[0].Args, append(slices.Clone(defController.Containers[0].Args), tc.controlArgs...))
+			hc := h.Containers[0]
+			mounts := map[string]string{}
+			for _, m := range hc.VolumeMounts {
+				mounts[m.MountPath] = fmt.Sprintf("%s ro=%t", m.Name, m.ReadOnly)
+			}
+			netplan := tc.spec.Backend == nmstatev1.BackendNetplan
+			if got := mounts["/host"] == "host-root ro=true" && mounts["/host/run"] == "host-run ro=false"; got != netplan {
+				t.Errorf("the host's root read-only and /run writable: %t, want %t (%v)", got, netplan, mounts)
+			}
+			if got := slices.Contains(hc.SecurityContext.Capabilities.Add, "SYS_CHROOT"); got != netplan {
+				t.Errorf("SYS_CHROOT: %t, want %t", got, netplan)
+			}
 			// The base is left as it was.
 			if !equal(podSpec(t, base, "DaemonSet"), defHandler) {
 				t.Error("Desired modified its base")

@@ -187,7 +187,7 @@ var unsupportedTop = map[string]string{
 	"ovs-db":   "global Open vSwitch database settings are not applied yet",
 	"dispatch": "dispatch scripts are not supported",
 	// A policy written for seed 000's netplan backend.
-	"network": "this is netplan's schema (network: {version: 2, ...}); the networkmanager backend takes nmstate's (interfaces, routes, ...)",
+	"network": "this is netplan's schema (network: {version: 2, ...}); this node's backend is networkmanager, which takes nmstate's (interfaces, routes, ...): spec.backend: netplan in the NMState CR selects the netplan backend",
 }
 
 func (d *decoder) state(v any) State {

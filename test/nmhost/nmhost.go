@@ -61,7 +61,7 @@ func New(name string) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Name: name, Dir: dir, netns: fmt.Sprintf("nmhost-%s-%d", name, os.Getpid())}
-	for _, d := range []string{"etc/conf.d", "etc/system-connections", "lib", "syscfg"} {
+	for _, d := range []string{"etc/conf.d", "etc/system-connections", "lib", "syscfg", "netplan"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -97,6 +97,10 @@ func (n *Node) BusAddress() string { return "unix:path=" + n.busSocket() }
 // Lower is the host-side path of the node's persistent keyfile dir.
 func (n *Node) Lower() string { return filepath.Join(n.Dir, "etc/system-connections") }
 
+// Netplan is the host-side path of the node's /etc/netplan: its persistent netplan
+// configuration (the machine's own is never seen inside).
+func (n *Node) Netplan() string { return filepath.Join(n.Dir, "netplan") }
+
 // ConfD is the host-side path of the node's /etc/NetworkManager/conf.d.
 func (n *Node) ConfD() string { return filepath.Join(n.Dir, "etc/conf.d") }
 
@@ -117,6 +121,7 @@ func (n *Node) Boot(ctx context.Context) error {
 		"mount --bind " + filepath.Join(n.Dir, "etc") + " /etc/NetworkManager",
 		"mount --bind " + filepath.Join(n.Dir, "lib") + " /var/lib/NetworkManager",
 		"mount --bind " + filepath.Join(n.Dir, "syscfg") + " /usr/lib/NetworkManager/conf.d",
+		"mkdir -p /etc/netplan", "mount --bind " + n.Netplan() + " /etc/netplan",
 	}, ovsMounts...),
 		"echo ready",
 		"exec sleep infinity",

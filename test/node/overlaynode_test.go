@@ -178,7 +178,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 	}
 	engine := node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: nodeName, APIReader: mgr.GetAPIReader(),
-		Engine:   engine,
+		Backend:  engine,
 		BootID:   o.bootID,
 		Degraded: o.degraded,
 		Probes:   o.probes(nm, cfg, mgr.GetAPIReader(), nodeName),
@@ -187,14 +187,14 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 		// As cmd/handler: the bridge mappings in the same transaction, and in the
 		// NodeNetworkState, which a reporter keeps.
 		engine.OVSDBSocket = o.PathInNode(nmhost.OVSDBSocket)
-		h.Engine = engine
+		h.Backend = engine
 		changes, err := nm.Changes(ctx)
 		if err != nil {
 			nm.Close()
 			return nil, err
 		}
 		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second,
-			Show: node.ShowWithMappings(nm.Show, engine.OVSDBSocket), NMVersion: nm.Version}); err != nil {
+			Show: engine.Show, NMVersion: nm.Version}); err != nil {
 			nm.Close()
 			return nil, err
 		}

@@ -24,6 +24,7 @@ import (
 // Engine keeps the state in effect, records every commit and rollback, and fails states
 // naming an interface "broken0"; each commit signals a change, as NetworkManager would.
 type Engine struct {
+	node.NMState
 	mu        sync.Mutex
 	current   state.State   // in effect: the last committed state
 	pending   *state.State  // applied, not yet committed or rolled back
@@ -60,7 +61,11 @@ func (t tx) Rollback(context.Context) error {
 }
 
 // Apply puts s in effect, pending a commit.
-func (e *Engine) Apply(_ context.Context, s state.State) (node.Transaction, error) {
+func (e *Engine) Apply(_ context.Context, d node.Desired) (node.Transaction, error) {
+	s, err := node.NMStateOf(d)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.applies++
@@ -72,6 +77,18 @@ func (e *Engine) Apply(_ context.Context, s state.State) (node.Transaction, erro
 	e.pending = &s
 	return tx{e}, nil
 }
+
+// Check: nmstate's schema is checked whole by Parse.
+func (e *Engine) Check(context.Context, string, []byte) error { return nil }
+
+// Show is the committed state.
+func (e *Engine) Show(context.Context) (state.State, error) {
+	s, _ := e.Last()
+	return s, nil
+}
+
+// Changes signals each commit. One reader: the node's reporter.
+func (e *Engine) Changes(context.Context) (<-chan struct{}, error) { return e.changes, nil }
 
 // InEffect is what the probes see: the pending state while a transaction is open.
 func (e *Engine) InEffect() state.State {
@@ -162,7 +179,7 @@ func (n *Node) Start() error {
 	if err != nil {
 		return err
 	}
-	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Engine: n.Engine, APIReader: mgr.GetAPIReader(),
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine, APIReader: mgr.GetAPIReader(),
 		Events:   mgr.GetEventRecorder("nmoverlay-handler"),
 		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
 		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
