@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
@@ -120,7 +123,9 @@ func refNmcli() string {
 	return "set -e\n" + strings.Join(cmds, " >/dev/null\n") + " >/dev/null\n"
 }
 
-func refNetplan(dir string) string {
+// refNetplanDoc is the reference change in netplan's schema, as the netplan backend's
+// policy and as the naive generate + reload + up's file.
+func refNetplanDoc() string {
 	var routes strings.Builder
 	for i := 0; i < 10; i++ {
 		fmt.Fprintf(&routes, "        - {to: 172.16.%d.0/24, via: 10.0.3.254}\n", i)
@@ -142,6 +147,10 @@ func refNetplan(dir string) string {
       parameters: {stp: false}
       addresses: [10.0.0.1/24, "fd00:0::1/64"]
 `
+	return yaml
+}
+
+func refNetplan(dir string) string {
 	return fmt.Sprintf(`set -e
 mkdir -p %[1]s/etc/netplan
 cat > %[1]s/etc/netplan/90-bench.yaml <<'EOF'
@@ -152,14 +161,14 @@ mkdir -p /run/NetworkManager/system-connections
 cp %[1]s/run/NetworkManager/system-connections/* /run/NetworkManager/system-connections/
 nmcli con reload
 for c in br0 eth1 eth2 eth3 eth4 eth5; do nmcli -w 30 con up netplan-$c >/dev/null; done
-`, dir, yaml)
+`, dir, refNetplanDoc())
 }
 
 // resetNode deletes every profile and the bridge: the node as before a run.
 func resetNode(b *testing.B, n *nmhost.Node) {
 	_, err := n.Run(context.Background(), "sh", "-c", `
 for u in $(nmcli -g UUID,TYPE con show | grep -v ':loopback$' | cut -d: -f1); do nmcli con delete "$u" >/dev/null; done
-rm -rf /run/NetworkManager/system-connections/netplan-* /tmp/nmoverlay-bench-netplan
+rm -rf /run/NetworkManager/system-connections/netplan-* /tmp/nmoverlay-bench-netplan /run/netplan
 ip link del br0 2>/dev/null || true
 for i in 1 2 3 4 5; do ip addr flush dev eth$i; done
 nmcli con reload`)
@@ -198,6 +207,20 @@ func BenchmarkApplyReference(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// The netplan backend as the handler drives it: the policy checked by netplan's parser
+	// (Check, once: the handler keeps its verdict), then one transaction.
+	np := &netplan.Backend{NM: nm, Host: netplan.Host{Root: n.PathInNode("/"), Scratch: overlay.DefaultLayout().NetplanScratch(),
+		Run: func(ctx context.Context, args ...string) ([]byte, error) {
+			return n.Command(ctx, args[0], args[1:]...).CombinedOutput()
+		}}}
+	npDoc, err := np.Parse([]byte(refNetplanDoc()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	npDesired, _, err := np.Merge([]node.Parsed{{Policy: "reference", State: npDoc}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	variants := []struct {
 		name string
 		run  func()
@@ -216,6 +239,18 @@ func BenchmarkApplyReference(b *testing.B) {
 		{"engine, one transaction per policy", func() {
 			for _, s := range perPolicy {
 				apply(s)
+			}
+		}},
+		{"netplan backend (one transaction)", func() {
+			if err := np.Check(ctx, "reference", []byte(refNetplanDoc())); err != nil {
+				b.Fatal(err)
+			}
+			tx, err := np.Apply(ctx, npDesired)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
 			}
 		}},
 	}
@@ -240,6 +275,8 @@ func BenchmarkApplyReference(b *testing.B) {
 	}
 	b.ReportMetric(float64(kit.Median(times[0]))/float64(floor), "engine/nmcli")
 	b.ReportMetric(float64(kit.Median(times[0]))/float64(kit.Median(times[3])), "engine/per-policy")
+	b.ReportMetric(float64(kit.Median(times[4]))/float64(kit.Median(times[0])), "netplan-backend/engine")
+	b.ReportMetric(float64(kit.Median(times[4]))/float64(kit.Median(times[2])), "netplan-backend/netplan-generate-up")
 }
 
 // BenchmarkShow200: reading the current state of a host with 200 interfaces, against

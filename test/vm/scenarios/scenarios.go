@@ -103,7 +103,7 @@ var All = func() []Scenario {
 	// The captures run while the LAN's DHCP server still serves the interfaces the
 	// published examples left up (the last published scenario stops it).
 	last := len(published) - 1
-	return slices.Concat(engineScenarios, ethtoolScenarios, published[:last], captureScenarios, published[last:], sriovScenarios, netdevsimEthtoolScenarios)
+	return slices.Concat(engineScenarios, ethtoolScenarios, published[:last], captureScenarios, published[last:], netplanScenarios, sriovScenarios, netdevsimEthtoolScenarios)
 }()
 
 var engineScenarios = []Scenario{
