@@ -3,7 +3,7 @@
 # Cached by the package list, so a second call costs nothing. Needs root and debootstrap.
 set -euo pipefail
 
-PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev"
+PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev,netplan.io"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 . "$(dirname "$0")/common.sh"
 key=$(printf '%s %s' "bookworm" "$PACKAGES" | sha256sum | cut -c1-12)

@@ -31,7 +31,7 @@ unshare -m --propagation private sh -c "
   mount -t proc proc '$work/root/proc' && mount --rbind /sys '$work/root/sys' && mount --rbind /dev '$work/root/dev' &&
   cp /etc/resolv.conf '$work/root/etc/resolv.conf' 2>/dev/null;
   chroot '$work/root' apt-get update -qq &&
-  chroot '$work/root' apt-get install -y -qq --no-install-recommends linux-image-amd64 dnsmasq-base ethtool netplan.io >/dev/null" >&2
+  chroot '$work/root' apt-get install -y -qq --no-install-recommends linux-image-amd64 dnsmasq-base ethtool >/dev/null" >&2
 # netdevsim, for the SR-IOV scenario: Debian's config lacks it, but its source is
 # self-contained, so it is built out of tree for the image's kernel from that kernel's
 # own source package (TEST-RECIPES §11), and loaded with modprobe (it needs psample).

@@ -174,7 +174,7 @@ func ConfigOf(d node.Desired) (Config, error) {
 
 // Expected is what the node must run for cfg, in nmstate's terms, so that state.Verify
 // checks it as it checks the engine's changes: each device's addresses, DHCP, MTU,
-// bridge and bond ports, VLAN, and every route on its device. It reads netplan's
+// bridge ports and STP, bond ports and mode, VLAN, and every route on its device. It reads netplan's
 // documents, not the profiles netplan generated from them, so what netplan leaves out of
 // its profiles without a word (a route via a gateway on a bridge without addresses) is
 // caught. Devices matched by properties and not renamed are not checked by name.
@@ -253,6 +253,11 @@ func expectedInterface(sec, id string, dev map[string]any) (state.Interface, boo
 		it.Bridge = &state.BridgeConfig{Port: []state.BridgePort{}}
 		for _, p := range ports {
 			it.Bridge.Port = append(it.Bridge.Port, state.BridgePort{Name: p})
+		}
+		if params, ok := dev["parameters"].(map[string]any); ok {
+			if stp, ok := boolOf(params["stp"]); ok {
+				it.Bridge.Options = &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}
+			}
 		}
 	case "bonds":
 		if !hasPorts {

@@ -83,7 +83,7 @@ func TestExpected(t *testing.T) {
 			"nic":{"match":{"macaddress":"52:54:00:00:00:01"}},
 			"nic2":{"match":{"macaddress":"52:54:00:00:00:02"},"set-name":"lan0"}},
 		"bonds":{"bond0":{"interfaces":["eth3","eth4"],"parameters":{"mode":"active-backup"}}},
-		"bridges":{"br0":{"interfaces":["bond0"]}},
+		"bridges":{"br0":{"interfaces":["bond0"],"parameters":{"stp":false}}},
 		"vlans":{"vlan10":{"id":10,"link":"br0"}}}}`)
 	got := Expected(Config{Documents: []Document{{Policy: "p", Network: doc.State.(map[string]any)}}})
 	js, _ := json.Marshal(got)
@@ -92,7 +92,7 @@ func TestExpected(t *testing.T) {
 		`{"name":"eth2","type":"ethernet","state":"up","ipv4":{"enabled":true,"dhcp":true}}`,
 		`{"name":"lan0","type":"ethernet","state":"up"}`,
 		`"link-aggregation":{"mode":"active-backup","port":["eth3","eth4"]}`,
-		`"bridge":{"port":[{"name":"bond0"}]}`,
+		`"bridge":{"options":{"stp":{"enabled":false}},"port":[{"name":"bond0"}]}`,
 		`"vlan":{"id":10,"base-iface":"br0"}`,
 		`{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.1","next-hop-interface":"eth1"}`,
 		`{"destination":"203.0.113.7/32","next-hop-address":"192.0.2.1","next-hop-interface":"eth1","metric":300,"table-id":200}`,

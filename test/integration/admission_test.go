@@ -588,6 +588,8 @@ var _ = Describe("the admission policies", Ordered, func() {
 				"spec.desiredState.interfaces", "must be a list"),
 			Entry("routes given as a list", policy("adm-routes-list", nil, `{"routes":[{"destination":"0.0.0.0/0"}]}`),
 				"spec.desiredState.routes", "must be a mapping"),
+			Entry("netplan's schema mixed with nmstate's", policy("adm-mixed-schemas", nil, `{"network":{"version":2},"interfaces":[]}`),
+				"spec.desiredState", `unknown top-level key "network"`, "network: alone"),
 		)
 
 		DescribeTable("accept what can work",
@@ -605,6 +607,8 @@ var _ = Describe("the admission policies", Ordered, func() {
 			// nmstate knows them.
 			Entry("nmstate keys nmoverlay does not support", policy("adm-unsupported", nil,
 				`{"route-rules":{"config":[]},"ovs-db":{"external_ids":{}},"hostname":{"config":"h"},"interfaces":null}`)),
+			// Which schema a node takes is its backend's (the NMState's spec.backend).
+			Entry("netplan's schema", policy("adm-netplan", nil, `{"network":{"version":2,"ethernets":{"eth1":{"dhcp4":true}}}}`)),
 		)
 
 		It("check v1beta1 policies too", func() {

@@ -177,6 +177,12 @@ func findDescendant(pid int, comm string) int {
 	return 0
 }
 
+// PathInside is a host path that reaches path inside the running machine's mount
+// namespace (its /run, a tmpfs of its own, included).
+func (m *Machine) PathInside(path string) string {
+	return filepath.Join("/proc", strconv.Itoa(m.initPID), "root", path)
+}
+
 // Command runs a command inside the machine (all its namespaces).
 func (m *Machine) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(m.initPID), "-a", "--", name}, args...)...)
