@@ -148,7 +148,9 @@ func BenchmarkNetplanApply(b *testing.B) {
 
 	doc := benchNetplanDoc()
 	np := &netplan.Backend{NM: nm, Host: netplan.Host{Root: m.PathInside("/"), Scratch: overlay.DefaultLayout().NetplanScratch(),
-		Run: func(ctx context.Context, args ...string) ([]byte, error) { return m.Command(ctx, args[0], args[1:]...).CombinedOutput() }}}
+		Run: func(ctx context.Context, args ...string) ([]byte, error) {
+			return m.Command(ctx, args[0], args[1:]...).CombinedOutput()
+		}}}
 	parsed, err := np.Parse([]byte(doc))
 	Expect(err).NotTo(HaveOccurred())
 	desired, _, err := np.Merge([]node.Parsed{{Policy: "reference", State: parsed}})
