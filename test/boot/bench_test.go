@@ -8,17 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
-	"github.com/nmoverlay/nmoverlay/overlay"
-	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )
@@ -122,127 +116,31 @@ ExecStart=/bin/sh -c 'for i in 1 2 3 4 5; do ip link add eth$i type veth peer na
 
 // BenchmarkNetplanApply: the reference state (a bridge with two ports, IPv4 and IPv6 on
 // four interfaces, ten routes) as one netplan document, on a machine booted by systemd with
-// NetworkManager and Debian's netplan.io: through the netplan backend (one checkpoint,
-// the changed profiles activated), against plain `netplan apply` (which stops and starts
-// NetworkManager) until the state runs, and against the engine with the same state in
-// nmstate's schema; interleaved, from the same clean node each time. Run with -benchtime 1x.
+// NetworkManager and Debian's netplan.io: through the netplan backend against plain
+// `netplan apply` and against the engine (test/boot/netplanbench, run inside the machine:
+// NetworkManager authorizes only callers in its own PID namespace). Run with -benchtime 1x.
 func BenchmarkNetplanApply(b *testing.B) {
 	RegisterFailHandler(func(msg string, _ ...int) { b.Fatal(msg) })
 	setup()
 	ctx := context.Background()
+	bench, err := kit.Binary("test/boot/netplanbench")
+	Expect(err).NotTo(HaveOccurred())
 	m, err := nspawn.New(baseRootfs, "bench-netplan")
-	if err != nil {
-		b.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	b.Cleanup(m.Close)
+	m.WritableSys = true
 	writeFile(m, "/etc/systemd/system/bench-nics.service", benchNICs, 0o644)
 	Expect(os.MkdirAll(filepath.Join(m.Root, "/etc/systemd/system/NetworkManager.service.wants"), 0o755)).To(Succeed())
 	Expect(os.Symlink("/etc/systemd/system/bench-nics.service",
 		filepath.Join(m.Root, "/etc/systemd/system/NetworkManager.service.wants/bench-nics.service"))).To(Succeed())
+	bin, err := os.ReadFile(bench)
+	Expect(err).NotTo(HaveOccurred())
+	writeFile(m, "/usr/local/bin/netplanbench", string(bin), 0o755)
 	Expect(m.Boot(ctx)).To(Succeed())
 	defer func() { _ = m.Poweroff(ctx) }()
-	_, _ = m.Exec(ctx, "nm-online", "-s", "-q", "-t", "30")
-	nm, err := networkmanager.Connect(ctx, "unix:path="+m.PathInside("/run/dbus/system_bus_socket"))
-	Expect(err).NotTo(HaveOccurred())
-	defer nm.Close()
-
-	doc := benchNetplanDoc()
-	np := &netplan.Backend{NM: nm, Host: netplan.Host{Root: m.PathInside("/"), Scratch: overlay.DefaultLayout().NetplanScratch(),
-		Run: func(ctx context.Context, args ...string) ([]byte, error) {
-			return m.Command(ctx, args[0], args[1:]...).CombinedOutput()
-		}}}
-	parsed, err := np.Parse([]byte(doc))
-	Expect(err).NotTo(HaveOccurred())
-	desired, _, err := np.Merge([]node.Parsed{{Policy: "reference", State: parsed}})
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err := netplan.ConfigOf(desired)
-	Expect(err).NotTo(HaveOccurred())
-	expected := netplan.Expected(cfg)
-	// The same state in nmstate's schema: what netplan's document says, as the engine takes it.
-	engineState := expected
-	running := func() bool {
-		s, err := nm.Show(ctx)
-		return err == nil && len(state.Verify(expected, s)) == 0
-	}
-	reset := func() {
-		_, err := m.Exec(ctx, "sh", "-c", `
-systemctl is-active -q NetworkManager || systemctl start NetworkManager
-rm -f /etc/netplan/90-bench.yaml /run/netplan/*.yaml
-/lib/netplan/generate
-for u in $(nmcli -g UUID,TYPE con show | grep -v ':loopback$' | cut -d: -f1); do nmcli con delete "$u" >/dev/null; done
-nmcli con reload
-ip link del br0 2>/dev/null || true
-for i in 1 2 3 4 5; do ip addr flush dev eth$i; done`)
-		Expect(err).NotTo(HaveOccurred())
-		time.Sleep(300 * time.Millisecond) // let NetworkManager settle the devices
-	}
-	variants := []struct {
-		name string
-		run  func()
-	}{
-		{"netplan backend (one checkpoint)", func() {
-			Expect(np.Check(ctx, "reference", []byte(doc))).To(Succeed())
-			tx, err := np.Apply(ctx, desired)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(tx.Commit(ctx)).To(Succeed())
-		}},
-		{"netplan apply, until the state runs", func() {
-			writeFile(m, "/etc/netplan/90-bench.yaml", doc, 0o600)
-			out, err := m.Exec(ctx, "netplan", "apply")
-			Expect(err).NotTo(HaveOccurred(), out)
-			Eventually(running, "60s", "20ms").Should(BeTrue())
-		}},
-		{"engine (nmstate's schema)", func() {
-			tx, err := nm.Apply(ctx, engineState, networkmanager.ApplyOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(tx.Commit(ctx)).To(Succeed())
-		}},
-	}
-	runs := 5
-	times := make([][]time.Duration, len(variants))
 	for i := 0; i < b.N; i++ {
-		for r := 0; r < runs; r++ {
-			for v, variant := range variants {
-				reset()
-				start := time.Now()
-				variant.run()
-				times[v] = append(times[v], time.Since(start))
-				Expect(running()).To(BeTrue(), "%s: the reference state runs", variant.name)
-			}
-		}
+		out, err := m.Exec(ctx, "/usr/local/bin/netplanbench", "-runs", "5")
+		Expect(err).NotTo(HaveOccurred(), out)
+		fmt.Print(out)
 	}
-	peer := kit.Median(times[1])
-	fmt.Printf("the reference state as netplan's document, systemd and NetworkManager in an nspawn machine, median of %d:\n", runs)
-	for v, variant := range variants {
-		md := kit.Median(times[v])
-		fmt.Printf("  %-38s %8v  %.2fx netplan apply\n", variant.name, md.Round(time.Millisecond), float64(md)/float64(peer))
-		b.ReportMetric(float64(md.Microseconds())/1000, fmt.Sprintf("ms-variant%d", v))
-	}
-	b.ReportMetric(float64(kit.Median(times[0]))/float64(peer), "backend/netplan-apply")
-	b.ReportMetric(float64(kit.Median(times[0]))/float64(kit.Median(times[2])), "backend/engine")
-}
-
-// benchNetplanDoc is the reference state as one netplan document.
-func benchNetplanDoc() string {
-	var routes strings.Builder
-	for i := 0; i < 10; i++ {
-		fmt.Fprintf(&routes, "        - {to: 172.16.%d.0/24, via: 10.0.3.254}\n", i)
-	}
-	return `network:
-  version: 2
-  renderer: NetworkManager
-  ethernets:
-    eth1: {}
-    eth2: {}
-    eth3:
-      addresses: [10.0.3.1/24, "fd00:3::1/64"]
-      routes:
-` + routes.String() + `    eth4: {addresses: [10.0.4.1/24, "fd00:4::1/64"]}
-    eth5: {addresses: [10.0.5.1/24, "fd00:5::1/64"]}
-  bridges:
-    br0:
-      interfaces: [eth1, eth2]
-      parameters: {stp: false}
-      addresses: [10.0.0.1/24, "fd00:0::1/64"]
-`
 }

@@ -123,33 +123,6 @@ func refNmcli() string {
 	return "set -e\n" + strings.Join(cmds, " >/dev/null\n") + " >/dev/null\n"
 }
 
-// refNetplanDoc is the reference change in netplan's schema, as the netplan backend's
-// policy and as the naive generate + reload + up's file.
-func refNetplanDoc() string {
-	var routes strings.Builder
-	for i := 0; i < 10; i++ {
-		fmt.Fprintf(&routes, "        - {to: 172.16.%d.0/24, via: 10.0.3.254}\n", i)
-	}
-	yaml := `network:
-  version: 2
-  renderer: NetworkManager
-  ethernets:
-    eth1: {}
-    eth2: {}
-    eth3:
-      addresses: [10.0.3.1/24, "fd00:3::1/64"]
-      routes:
-` + routes.String() + `    eth4: {addresses: [10.0.4.1/24, "fd00:4::1/64"]}
-    eth5: {addresses: [10.0.5.1/24, "fd00:5::1/64"]}
-  bridges:
-    br0:
-      interfaces: [eth1, eth2]
-      parameters: {stp: false}
-      addresses: [10.0.0.1/24, "fd00:0::1/64"]
-`
-	return yaml
-}
-
 func refNetplan(dir string) string {
 	return fmt.Sprintf(`set -e
 mkdir -p %[1]s/etc/netplan
@@ -161,7 +134,7 @@ mkdir -p /run/NetworkManager/system-connections
 cp %[1]s/run/NetworkManager/system-connections/* /run/NetworkManager/system-connections/
 nmcli con reload
 for c in br0 eth1 eth2 eth3 eth4 eth5; do nmcli -w 30 con up netplan-$c >/dev/null; done
-`, dir, refNetplanDoc())
+`, dir, kit.ReferenceNetplan())
 }
 
 // resetNode deletes every profile and the bridge: the node as before a run.
@@ -213,7 +186,7 @@ func BenchmarkApplyReference(b *testing.B) {
 		Run: func(ctx context.Context, args ...string) ([]byte, error) {
 			return n.Command(ctx, args[0], args[1:]...).CombinedOutput()
 		}}}
-	npDoc, err := np.Parse([]byte(refNetplanDoc()))
+	npDoc, err := np.Parse([]byte(kit.ReferenceNetplan()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -242,7 +215,7 @@ func BenchmarkApplyReference(b *testing.B) {
 			}
 		}},
 		{"netplan backend (one transaction)", func() {
-			if err := np.Check(ctx, "reference", []byte(refNetplanDoc())); err != nil {
+			if err := np.Check(ctx, "reference", []byte(kit.ReferenceNetplan())); err != nil {
 				b.Fatal(err)
 			}
 			tx, err := np.Apply(ctx, npDesired)

@@ -36,6 +36,10 @@ type Machine struct {
 	BeforeBoot func() error
 	// Args are more systemd-nspawn options (binds, capabilities).
 	Args []string
+	// WritableSys leaves /sys writable inside (nspawn's SYSTEMD_NSPAWN_API_VFS_WRITABLE):
+	// `netplan apply` asks udev to replay the network devices' events by writing their
+	// uevent files.
+	WritableSys bool
 	// PrivateCgroup gives the machine a cgroup of its own in every hierarchy, so what it
 	// makes there (a kubelet's pod cgroups) stays under it and goes with Close.
 	PrivateCgroup bool
@@ -110,7 +114,11 @@ func (m *Machine) Boot(ctx context.Context) error {
 	for _, a := range m.Args {
 		extra += " " + shellQuote(a)
 	}
-	script := join + hideUdev + "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec systemd-nspawn -D " +
+	env := ""
+	if m.WritableSys {
+		env = "env SYSTEMD_NSPAWN_API_VFS_WRITABLE=1 "
+	}
+	script := join + hideUdev + "mkdir -p /run/systemd/nspawn && mount -t tmpfs nspawnrun /run/systemd/nspawn && exec " + env + "systemd-nspawn -D " +
 		m.Root + " -b " + network + extra + " --register=no --keep-unit -M " + m.Name + " --console=read-only"
 	m.cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
 	m.cmd.Stdout, m.cmd.Stderr = console, console
