@@ -14,11 +14,8 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -227,22 +224,9 @@ func newBackend(o options, nm *networkmanager.Client, layout overlay.Layout) (no
 	case nmstatev1.BackendNetworkManager:
 		return node.NetworkManager{Client: nm, Options: opts, OVSDBSocket: ovsdb.DefaultSocket}, nil
 	case netplan.Name:
-		return &netplan.Backend{NM: nm, Options: opts, Host: netplan.Host{Root: o.hostRoot, Scratch: layout.NetplanScratch(), Run: hostCommand(o.hostRoot)}}, nil
+		return &netplan.Backend{NM: nm, Options: opts, Host: netplan.NewHost(o.hostRoot, layout.NetplanScratch())}, nil
 	}
 	return nil, fmt.Errorf("--backend %q: not %s or %s", o.backend, nmstatev1.BackendNetworkManager, netplan.Name)
-}
-
-// hostCommand runs a command of the host's: chrooted into root when this process sees
-// the host there (a pod), else as is.
-func hostCommand(root string) func(ctx context.Context, args ...string) ([]byte, error) {
-	return func(ctx context.Context, args ...string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		if filepath.Clean(root) != "/" {
-			// The image has no chroot binary: the child chroots before it execs (CAP_SYS_CHROOT).
-			cmd.SysProcAttr, cmd.Dir = &syscall.SysProcAttr{Chroot: root}, "/"
-		}
-		return cmd.CombinedOutput()
-	}
 }
 
 // connectNM connects to NetworkManager, waiting for one that restarts: `nm-overlay enable`

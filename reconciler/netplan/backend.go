@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
@@ -55,6 +57,19 @@ type Host struct {
 	Scratch string
 	// Run runs a command on the host (netplan, as the host has it), with its output.
 	Run func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+// NewHost is the host at root as this process sees it ("/" on the host): commands run
+// as they are there, chrooted into root elsewhere (a pod: CAP_SYS_CHROOT; the image has no
+// chroot binary, so the child chroots before it execs).
+func NewHost(root, scratch string) Host {
+	return Host{Root: root, Scratch: scratch, Run: func(ctx context.Context, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		if filepath.Clean(root) != "/" {
+			cmd.SysProcAttr, cmd.Dir = &syscall.SysProcAttr{Chroot: root}, "/"
+		}
+		return cmd.CombinedOutput()
+	}}
 }
 
 func (h Host) path(p string) string { return filepath.Join(h.Root, p) }

@@ -74,6 +74,19 @@ type Transaction struct {
 	undo   func(ctx context.Context) error
 }
 
+// failed rolls back an apply that did not converge (even when ctx is done) and says what
+// did not: an *ApplyError, naming the interfaces that would not activate.
+func (t *Transaction) failed(ctx context.Context, err error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	e := &ApplyError{Reason: err.Error(), RollbackErr: t.Rollback(rctx)}
+	var act *activationError
+	if errors.As(err, &act) {
+		e.Interfaces = act.interfaces
+	}
+	return e
+}
+
 // unconverged says what of the change is not in effect.
 func (t *Transaction) unconverged(ctx context.Context) ([]string, error) {
 	if t.verify == nil {
@@ -274,17 +287,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 			tx.created = append(tx.created, it.Name)
 		}
 	}
-	fail := func(err error) (*Transaction, error) {
-		// The rollback must happen even if ctx is done.
-		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		e := &ApplyError{Reason: err.Error(), RollbackErr: tx.Rollback(rctx)}
-		var act *activationError
-		if errors.As(err, &act) {
-			e.Interfaces = act.interfaces
-		}
-		return nil, e
-	}
+	fail := func(err error) (*Transaction, error) { return nil, tx.failed(ctx, err) }
 	if err := c.carryOut(ctx, h, pl, desired, opts); err != nil {
 		return fail(err)
 	}

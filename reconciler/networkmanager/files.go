@@ -49,16 +49,7 @@ func (c *Client) ApplyFiles(ctx context.Context, ch FileChange, opts ApplyOption
 		}
 		return c.nm.Reload(ctx)
 	}}
-	fail := func(err error) (*Transaction, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		e := &ApplyError{Reason: err.Error(), RollbackErr: tx.Rollback(rctx)}
-		var act *activationError
-		if errors.As(err, &act) {
-			e.Interfaces = act.interfaces
-		}
-		return nil, e
-	}
+	fail := func(err error) (*Transaction, error) { return nil, tx.failed(ctx, err) }
 	if err := ch.Write(ctx); err != nil {
 		return fail(err)
 	}

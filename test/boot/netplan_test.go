@@ -19,6 +19,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
 
@@ -34,18 +35,7 @@ var _ = Describe("the netplan backend, as pods", Ordered, func() {
 		w   localcluster.Workloads
 		ctx = context.Background()
 	)
-	enactment := func() string {
-		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(n.Name, policy)}, e); err != nil {
-			return "<none>"
-		}
-		for _, cond := range e.Status.Conditions {
-			if cond.Status == metav1.ConditionTrue {
-				return cond.Type + " " + e.Status.BootID + ": " + cond.Message
-			}
-		}
-		return "<no condition>"
-	}
+	enactment := func() string { return kit.EnactmentSummary(c.Client, n.Name, policy)() }
 	addresses := func() string {
 		out, _ := n.Run(ctx, "ip", "-4", "addr", "show", localcluster.SecondNIC)
 		return out

@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 )
 
 // Module is the module's path, for Binary.
@@ -169,4 +171,21 @@ func Median(ds []time.Duration) time.Duration {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// EnactmentSummary reads the policy's enactment on the node as "<True condition> <boot>:
+// <message>", "<none>" while there is none.
+func EnactmentSummary(k8s client.Client, nodeName, policy string) func() string {
+	return func() string {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
+			return "<none>"
+		}
+		for _, c := range e.Status.Conditions {
+			if c.Status == metav1.ConditionTrue {
+				return c.Type + " " + e.Status.BootID + ": " + c.Message
+			}
+		}
+		return "<no condition>"
+	}
 }

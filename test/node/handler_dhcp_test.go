@@ -32,13 +32,7 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 			}
 			return nil
 		}, "--activation-timeout", "15s")
-		dir := GinkgoT().TempDir()
-		server := exec.Command("ip", "netns", "exec", n.fabric, dnsmasq, "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
-			"--user=root", "--group=root", "--bind-interfaces", "--interface=dh2", "--dhcp-range=198.51.100.100,198.51.100.199,1h",
-			"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"))
-		server.Stdout, server.Stderr = GinkgoWriter, GinkgoWriter
-		Expect(server.Start()).To(Succeed())
-		DeferCleanup(func() { _ = server.Process.Kill(); _, _ = server.Process.Wait() })
+		serveDHCP(dnsmasq, n.fabric, "dh2")
 	})
 	AfterEach(func() { n.printOnFailure() })
 
@@ -60,3 +54,16 @@ var _ = Describe("the handler with DHCP", Ordered, func() {
 		Expect(out).NotTo(ContainSubstring("metric 48"), "not in the main table")
 	})
 })
+
+// serveDHCP runs Debian's dnsmasq (at path dnsmasq) in the fabric, serving 198.51.100.100-199
+// on port, whose address must be in 198.51.100.0/24, until the container's specs end.
+func serveDHCP(dnsmasq, fabricNS, port string) {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	server := exec.Command("ip", "netns", "exec", fabricNS, dnsmasq, "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
+		"--user=root", "--group=root", "--bind-interfaces", "--interface="+port, "--dhcp-range=198.51.100.100,198.51.100.199,1h",
+		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"))
+	server.Stdout, server.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(server.Start()).To(Succeed())
+	DeferCleanup(func() { _ = server.Process.Kill(); _, _ = server.Process.Wait() })
+}

@@ -69,13 +69,7 @@ var _ = Describe("the netplan backend", Ordered, func() {
 			_, err := node.Run(context.Background(), "netplan", "generate")
 			return err
 		}, "--backend", netplan.Name, "--activation-timeout", "20s")
-		dir := GinkgoT().TempDir()
-		server := exec.Command("ip", "netns", "exec", n.fabric, dnsmasq, "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
-			"--user=root", "--group=root", "--bind-interfaces", "--interface=np3", "--dhcp-range=198.51.100.100,198.51.100.199,1h",
-			"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"))
-		server.Stdout, server.Stderr = GinkgoWriter, GinkgoWriter
-		Expect(server.Start()).To(Succeed())
-		DeferCleanup(func() { _ = server.Process.Kill(); _, _ = server.Process.Wait() })
+		serveDHCP(dnsmasq, n.fabric, "np3")
 	})
 	AfterEach(func() { n.printOnFailure() })
 

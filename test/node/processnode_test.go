@@ -112,22 +112,8 @@ func (p *processNode) enactment(policy string) func() string {
 	return enactmentSummary(p.k8s, p.name, policy)
 }
 
-// enactmentSummary reads the policy's enactment on the node as "<True condition> <boot>:
-// <message>", "<none>" while there is none.
-func enactmentSummary(k8s client.Client, nodeName, policy string) func() string {
-	return func() string {
-		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
-			return "<none>"
-		}
-		for _, c := range e.Status.Conditions {
-			if c.Status == metav1.ConditionTrue {
-				return c.Type + " " + e.Status.BootID + ": " + c.Message
-			}
-		}
-		return "<no condition>"
-	}
-}
+// enactmentSummary is kit.EnactmentSummary.
+var enactmentSummary = kit.EnactmentSummary
 
 func (p *processNode) create(name, desired string) {
 	GinkgoHelper()

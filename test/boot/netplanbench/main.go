@@ -41,10 +41,7 @@ func run(runs int) error {
 	}
 	defer nm.Close()
 	doc := kit.ReferenceNetplan()
-	np := &netplan.Backend{NM: nm, Host: netplan.Host{Root: "/", Scratch: overlay.DefaultLayout().NetplanScratch(),
-		Run: func(ctx context.Context, args ...string) ([]byte, error) {
-			return exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
-		}}}
+	np := &netplan.Backend{NM: nm, Host: netplan.NewHost("/", overlay.DefaultLayout().NetplanScratch())}
 	parsed, err := np.Parse([]byte(doc))
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -31,10 +30,7 @@ var netplanScenarios = []Scenario{
 		if err := tx.Commit(ctx); err != nil {
 			return err
 		}
-		b := &netplan.Backend{NM: e.NM, Host: netplan.Host{Root: "/", Scratch: overlay.DefaultLayout().NetplanScratch(),
-			Run: func(ctx context.Context, args ...string) ([]byte, error) {
-				return exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
-			}}}
+		b := &netplan.Backend{NM: e.NM, Host: netplan.NewHost("/", overlay.DefaultLayout().NetplanScratch())}
 		bond := func(mtu string) string {
 			return strings.NewReplacer("{B}", e.NICs.B, "{C}", e.NICs.C, "{MTU}", mtu).Replace(`
 network:
