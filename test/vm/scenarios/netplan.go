@@ -63,7 +63,11 @@ network:
 		if !errors.As(err, &ae) || ae.RollbackErr != nil || !strings.Contains(ae.Reason, "bond-np.mtu") {
 			return fmt.Errorf("a bond MTU of 70000: %v, want it rolled back naming bond-np.mtu", err)
 		}
-		if err := expect([]string{"ip", "addr", "show", "bond-np"}, "192.0.2.50/24", "mtu 1500"); err != nil {
+		// NetworkManager's rollback returns once it has started activating the restored
+		// profiles again.
+		if err := eventually(10*time.Second, func() error {
+			return expect([]string{"ip", "addr", "show", "bond-np"}, "192.0.2.50/24", "mtu 1500")
+		}); err != nil {
 			return fmt.Errorf("after the rollback: %w", err)
 		}
 		file, err := os.ReadFile(filepath.Join(netplan.RunDir, netplan.FilePrefix+"bond.yaml"))
