@@ -95,18 +95,22 @@ func (b *Backend) Check(ctx context.Context, policy string, desired []byte) erro
 		return nil // Parse says why, when the handler plans
 	}
 	cfg := Config{Documents: []Document{{Policy: policy, Network: network}}}
+	files, err := policyFiles(cfg)
+	if err != nil {
+		return err
+	}
 	own, err := b.Host.nodeFiles()
 	if err != nil {
 		return err
 	}
-	key := checkKey(cfg, own)
+	key := checkKey(files, own)
 	b.mu.Lock()
 	verdict, ok := b.checks[key]
 	b.mu.Unlock()
 	if ok {
 		return verdict
 	}
-	_, err = b.Host.generateScratch(ctx, cfg, own)
+	_, err = b.Host.generateScratch(ctx, cfg, files, own)
 	var refused *node.PoliciesRefused
 	if errors.As(err, &refused) {
 		err = errors.New(refused.Reasons[policy])
@@ -133,11 +137,15 @@ func (b *Backend) Apply(ctx context.Context, d node.Desired) (node.Transaction, 
 	if err != nil {
 		return nil, err
 	}
+	files, err := policyFiles(cfg)
+	if err != nil {
+		return nil, err
+	}
 	own, err := b.Host.nodeFiles()
 	if err != nil {
 		return nil, err
 	}
-	generated, err := b.Host.generateScratch(ctx, cfg, own)
+	generated, err := b.Host.generateScratch(ctx, cfg, files, own)
 	if err != nil {
 		return nil, err
 	}
@@ -149,17 +157,11 @@ func (b *Backend) Apply(ctx context.Context, d node.Desired) (node.Transaction, 
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
-	for _, doc := range cfg.Documents {
-		if files[FilePrefix+doc.Policy+".yaml"], err = marshal(doc); err != nil {
-			return nil, err
-		}
-	}
-	activate, err := b.toActivate(ctx, cfg, generated, before)
+	expected := Expected(cfg)
+	activate, err := b.toActivate(ctx, expected, generated, before)
 	if err != nil {
 		return nil, err
 	}
-	expected := Expected(cfg)
 	tx, err := b.NM.ApplyFiles(ctx, networkmanager.FileChange{
 		Write:    func(ctx context.Context) error { return b.Host.install(ctx, files) },
 		Undo:     func(ctx context.Context) error { return b.Host.install(ctx, previous) },
@@ -175,7 +177,7 @@ func (b *Backend) Apply(ctx context.Context, d node.Desired) (node.Transaction, 
 // toActivate are the profiles (as the host names their files) to activate: those new or
 // changed, and those of devices that no longer run what their document says (changed
 // outside nmoverlay: activating the profile again puts it back).
-func (b *Backend) toActivate(ctx context.Context, cfg Config, generated, before map[string][]byte) ([]string, error) {
+func (b *Backend) toActivate(ctx context.Context, expected state.State, generated, before map[string][]byte) ([]string, error) {
 	var out []string
 	for name, content := range generated {
 		if prev, ok := before[name]; !ok || string(prev) != string(content) {
@@ -186,7 +188,7 @@ func (b *Backend) toActivate(ctx context.Context, cfg Config, generated, before 
 	if err != nil {
 		return nil, err
 	}
-	for _, it := range Expected(cfg).Interfaces {
+	for _, it := range expected.Interfaces {
 		file := profilePrefix + it.Name + ".nmconnection"
 		path := filepath.Join(ProfileDir, file)
 		if _, ok := generated[file]; !ok || slices.Contains(out, path) {
@@ -225,9 +227,9 @@ func (h Host) nodeFiles() (map[string][]byte, error) {
 }
 
 // generateScratch runs netplan's generator on a copy of the node's configuration with
-// cfg's files, under Scratch: the profiles it would write (by file name), or
+// cfg's files (policyFiles), under Scratch: the profiles it would write (by file name), or
 // *node.PoliciesRefused quoting netplan on the policies it names.
-func (h Host) generateScratch(ctx context.Context, cfg Config, own map[string][]byte) (map[string][]byte, error) {
+func (h Host) generateScratch(ctx context.Context, cfg Config, files, own map[string][]byte) (map[string][]byte, error) {
 	root := h.path(h.Scratch)
 	if err := os.RemoveAll(root); err != nil {
 		return nil, err
@@ -243,12 +245,8 @@ func (h Host) generateScratch(ctx context.Context, cfg Config, own map[string][]
 			return nil, err
 		}
 	}
-	for _, doc := range cfg.Documents {
-		content, err := marshal(doc)
-		if err != nil {
-			return nil, err
-		}
-		if err := write(filepath.Join(RunDir, FilePrefix+doc.Policy+".yaml"), content); err != nil {
+	for name, content := range files {
+		if err := write(filepath.Join(RunDir, name), content); err != nil {
 			return nil, err
 		}
 	}
@@ -267,7 +265,7 @@ func refusal(cfg Config, msg string, err error) error {
 	msg = "netplan: " + msg
 	r := &node.PoliciesRefused{Reasons: map[string]string{}}
 	for _, doc := range cfg.Documents {
-		if strings.Contains(msg, filepath.Join(RunDir, FilePrefix+doc.Policy+".yaml")) {
+		if strings.Contains(msg, filepath.Join(RunDir, fileName(doc.Policy))) {
 			r.Reasons[doc.Policy] = msg
 		}
 	}
@@ -336,15 +334,30 @@ func readDir(dir, prefix string) (map[string][]byte, error) {
 	return out, nil
 }
 
-// checkKey identifies what netplan's parser read for a check.
-func checkKey(cfg Config, own map[string][]byte) string {
+// checkKey identifies what netplan's parser read for a check: the policies' files and
+// the node's own.
+func checkKey(files, own map[string][]byte) string {
 	h := sha256.New()
-	for _, doc := range cfg.Documents {
-		b, _ := marshal(doc)
-		fmt.Fprintf(h, "%s\x00%s\x00", doc.Policy, b)
-	}
-	for _, path := range slices.Sorted(maps.Keys(own)) {
-		fmt.Fprintf(h, "%s\x00%s\x00", path, own[path])
+	for _, m := range []map[string][]byte{files, own} {
+		for _, path := range slices.Sorted(maps.Keys(m)) {
+			fmt.Fprintf(h, "%s\x00%s\x00", path, m[path])
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fileName is a policy's file in RunDir.
+func fileName(policy string) string { return FilePrefix + policy + ".yaml" }
+
+// policyFiles are cfg's files as netplan reads them from RunDir, by name.
+func policyFiles(cfg Config) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, doc := range cfg.Documents {
+		content, err := marshal(doc)
+		if err != nil {
+			return nil, err
+		}
+		files[fileName(doc.Policy)] = content
+	}
+	return files, nil
 }

@@ -71,11 +71,11 @@ func (c *Client) ApplyFiles(ctx context.Context, ch FileChange, opts ApplyOption
 			return fail(err)
 		}
 	}
-	current, err := c.Show(ctx)
+	diffs, err := tx.unconverged(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("reading the state back: %w", err))
+		return fail(err)
 	}
-	if diffs := ch.Verify(current); len(diffs) > 0 {
+	if len(diffs) > 0 {
 		return fail(errors.New("did not converge: " + strings.Join(diffs, "; ")))
 	}
 	return tx, nil

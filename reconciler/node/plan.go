@@ -28,7 +28,7 @@ type Policy struct {
 	DesiredState []byte
 	Captured     map[string]v1beta1.CapturedState
 	CaptureError string
-	// Refused: the backend's own check refused the desired state (Checker).
+	// Refused: the backend's own check refused the desired state (Backend.Check).
 	Refused string
 	// CaptureRetry: the captures are well formed but found nothing on the node yet (no
 	// LLDP neighbour heard, no default route): evaluated again after captureRetry.

@@ -101,8 +101,7 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized}
-	status.Backend = r.Backend
+	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized, Backend: r.Backend}
 	if r.NMVersion != nil {
 		status.HostNetworkManagerVersion, _ = r.NMVersion()
 	}
