@@ -1,6 +1,10 @@
 package shared
 
 import (
+	"strconv"
+	"strings"
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -45,3 +49,25 @@ var EnactmentTypes = []string{EnactmentAvailable, EnactmentFailing, EnactmentPro
 
 // PolicyTypes are the condition types a policy always carries, exactly one True.
 var PolicyTypes = []string{PolicyAvailable, PolicyDegraded, PolicyProgressing, PolicyIgnored}
+
+// FormatRolloutSlot is the value of RolloutSlotAnnotation granting generation at a time.
+func FormatRolloutSlot(generation int64, grantedAt time.Time) string {
+	return strconv.FormatInt(generation, 10) + "/" + grantedAt.UTC().Format(time.RFC3339)
+}
+
+// RolloutSlot reads the grant in an enactment's annotations (RolloutSlotAnnotation); ok is
+// false when there is none or it does not parse.
+func RolloutSlot(annotations map[string]string) (generation int64, grantedAt time.Time, ok bool) {
+	gen, at, found := strings.Cut(annotations[RolloutSlotAnnotation], "/")
+	if !found {
+		return 0, time.Time{}, false
+	}
+	generation, err := strconv.ParseInt(gen, 10, 64)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	if grantedAt, err = time.Parse(time.RFC3339, at); err != nil {
+		return 0, time.Time{}, false
+	}
+	return generation, grantedAt, true
+}

@@ -2,6 +2,7 @@ package shared
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -46,5 +47,21 @@ func TestSetExclusive(t *testing.T) {
 	SetExclusive(&conds, EnactmentTypes, EnactmentAvailable, ReasonSuccessfullyConfigured, "ok", 3)
 	if !TrueWith(conds, EnactmentAvailable, "ok") || IsTrue(conds, EnactmentFailing, "") {
 		t.Errorf("Available did not replace Failing: %+v", conds)
+	}
+}
+
+func TestRolloutSlot(t *testing.T) {
+	at := time.Date(2026, 11, 24, 15, 40, 0, 0, time.UTC)
+	gen, got, ok := RolloutSlot(map[string]string{RolloutSlotAnnotation: FormatRolloutSlot(3, at)})
+	if !ok || gen != 3 || !got.Equal(at) {
+		t.Errorf("round trip: %d %v %v", gen, got, ok)
+	}
+	for _, v := range []string{"", "3", "x/2026-11-24T15:40:00Z", "3/yesterday", "/2026-11-24T15:40:00Z"} {
+		if _, _, ok := RolloutSlot(map[string]string{RolloutSlotAnnotation: v}); ok {
+			t.Errorf("%q parsed as a grant", v)
+		}
+	}
+	if _, _, ok := RolloutSlot(nil); ok {
+		t.Error("no annotations parsed as a grant")
 	}
 }

@@ -67,3 +67,10 @@ const (
 // node's handler then uses this name with a random suffix, and finds its enactments by
 // their labels, never by name.
 func EnactmentKey(node, policy string) string { return node + "." + policy }
+
+// RolloutSlotAnnotation on an enactment is the cluster controller's grant of a rollout slot:
+// the node may apply that generation of the policy. Only the controller writes it (the
+// handler may patch nothing but an enactment's status); a node waiting for a slot learns of
+// it from its own enactment's watch. Its value is "<generation>/<RFC 3339 time granted>"
+// (RolloutSlot, FormatRolloutSlot): a grant older than the slot timeout holds no slot.
+const RolloutSlotAnnotation = "nmoverlay.io/rollout-slot"

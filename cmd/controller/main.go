@@ -54,7 +54,7 @@ func run(leaderElect bool, leaseNamespace string, metrics metricsserver.Options,
 	if err := serving.AddPing(mgr); err != nil {
 		return err
 	}
-	if err := (&cluster.PolicyStatus{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
+	if err := (&cluster.PolicyController{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

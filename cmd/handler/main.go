@@ -44,6 +44,7 @@ import (
 // options are the handler's flags.
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
+	pprofAddr                                                              string
 	backend, hostRoot                                                      string
 	disabledProbes                                                         []string
 	probeTimeout, activationTimeout                                        time.Duration
@@ -77,6 +78,7 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.HandlerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.HandlerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "", `address serving Go's profiles (net/http/pprof), for a memory or CPU question ("" disables)`)
 	flag.DurationVar(&o.probeTimeout, "probe-timeout", 45*time.Second,
 		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
 	flag.DurationVar(&o.activationTimeout, "activation-timeout", networkmanager.DefaultActivationTimeout,
@@ -175,7 +177,7 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	cfg.Dial = dialer.DialContext
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(o.nodeName),
-		Metrics: serving.Metrics(o.metricsAddr, o.metricsSecure), HealthProbeBindAddress: o.probeAddr})
+		Metrics: serving.Metrics(o.metricsAddr, o.metricsSecure), HealthProbeBindAddress: o.probeAddr, PprofBindAddress: o.pprofAddr})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -193,10 +195,9 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		Client:   mgr.GetClient(),
 		NodeName: o.nodeName,
 		// An apply can kill the API server connections: dropped when they no longer answer.
-		Backend:   node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
-		APIReader: mgr.GetAPIReader(),
-		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
-		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
+		Backend: node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
+		Events:  mgr.GetEventRecorder("nmoverlay-handler"),
+		Probes:  probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
 		BootID: func() (string, error) {
 			var b []byte
 			var err error

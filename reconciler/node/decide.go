@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -42,10 +40,6 @@ type Snapshot struct {
 	Reapply bool
 	// Committed is the key (commitKey) of the state last committed in this process.
 	Committed string
-	// Rollout is the cluster as rollout slots see it; Decide asks for it (NeedRollout)
-	// only when a new generation is to roll out.
-	Rollout     *rolloutView
-	SlotTimeout time.Duration
 	// Schema is the backend's schema; nil is nmstate's (NMState).
 	Schema Schema
 }
@@ -80,8 +74,6 @@ type Update struct {
 	// Boot and DesiredState: what an Available policy committed, and in which boot.
 	Boot         string
 	DesiredState []byte
-	// ClaimedAt: a rollout claim, dated (its Progressing condition's LastTransitionTime).
-	ClaimedAt *time.Time
 	// Event is the reason of a Warning event on the policy when the update is written.
 	Event string
 	// Delete: the policy no longer selects the node; its enactment goes.
@@ -92,9 +84,6 @@ type Update struct {
 
 // Decision is what a pass does.
 type Decision struct {
-	// NeedRollout names the policies whose rollout slots must be read (Snapshot.Rollout)
-	// before Decide can decide; nothing else is set then.
-	NeedRollout []string
 	// Composed is the state the pass stands for; Apply says to hand it to the engine: it
 	// differs from the last committed one.
 	Composed Plan
@@ -105,13 +94,13 @@ type Decision struct {
 	Current  map[string]bool
 	InEffect map[string]bool
 	// Settle: the pass reached the point where the result of the apply (or of no apply:
-	// nothing to change) is reported; false when it only refuses, waits or claims.
+	// nothing to change) is reported; false when it only refuses.
 	Settle bool
 	// NewBoot: some enactment was applied in an earlier boot; this pass re-converges.
 	NewBoot bool
 	Updates map[string]Update
-	// Waiting names, for each policy that waits for a rollout slot, the nodes ahead.
-	Waiting map[string][]string
+	// Waiting names the policies whose new generation waits for a rollout slot, sorted.
+	Waiting []string
 	// Failed and Succeeded are the apply's outcome per policy, for the failure history.
 	Failed    map[string]Failure
 	Succeeded []string
@@ -122,9 +111,6 @@ type Decision struct {
 
 // Timings of the passes that come back by themselves.
 const (
-	// pendingRetry: a node waiting for a rollout slot asks again (two uncached lists),
-	// jittered so waiting nodes do not ask in step.
-	pendingRetry = 4 * time.Second
 	// degradedRetry: a node refusing policies checks its overlay again.
 	degradedRetry = 30 * time.Second
 	// busyRetry: a node waiting for another tool's checkpoint looks again.
@@ -135,7 +121,7 @@ const (
 	// captureRetry: a policy whose captures found nothing on the node is evaluated again
 	// (an LLDP neighbour not heard yet, an uplink not up yet).
 	captureRetry = 30 * time.Second
-	// at once: another pass right after this one (a claim to rank, innocents to retry).
+	// at once: another pass right after this one (innocents to retry).
 	atOnce = time.Millisecond
 )
 
@@ -143,10 +129,10 @@ const (
 const refusedPrefix = "refused: the node's keyfile overlay is degraded, so changes would become persistent: "
 
 // Decide decides a pass from its snapshot: refuse while the overlay is degraded; nothing
-// when every enactment is up to date; else claim rollout slots for new generations, hold
-// what waits for a slot or a backoff, and compose the state to apply.
+// when every enactment is up to date; else hold the new generations that wait for a
+// rollout slot or a backoff, and compose the state to apply.
 func Decide(s Snapshot) Decision {
-	d := Decision{Updates: map[string]Update{}, Waiting: map[string][]string{}}
+	d := Decision{Updates: map[string]Update{}}
 	if s.Degraded != "" {
 		for _, p := range s.Selected {
 			d.fail(s, p.Name, refusedPrefix+s.Degraded)
@@ -166,14 +152,14 @@ func Decide(s Snapshot) Decision {
 	}
 	var rollout []string
 	d.InEffect, rollout, d.NewBoot = classify(s, d.Plan)
-	if len(rollout) > 0 && s.Rollout == nil {
-		return Decision{NeedRollout: rollout}
-	}
-	held, claimed := d.claim(s, rollout)
-	if claimed {
-		// The claims are ranked against others' once they are visible: the next pass.
-		d.Requeue = atOnce
-		return d
+	held := map[string]bool{}
+	for _, name := range rollout {
+		if !granted(s.Enactments[name], s.generation(name)) {
+			// No request and no write while it waits: the grant is an event on the
+			// enactment, which the handler watches.
+			held[name] = true
+			d.Waiting = append(d.Waiting, name)
+		}
 	}
 	for _, name := range d.Plan.Applied {
 		if wait := untilRetry(s, name); wait > 0 && !d.InEffect[name] {
@@ -307,36 +293,15 @@ func classify(s Snapshot, plan Plan) (inEffect map[string]bool, rollout []string
 	return inEffect, rollout, newBoot
 }
 
-// claim decides the rollout of new generations. A slot is a Progressing enactment of the
-// policy's current generation: no counter is kept anywhere, so nothing can leak. A claim
-// is made only when a slot looks free, so a waiting node does not flap. Two nodes may
-// claim the last slot at once, so a claim is ranked (by time, then node name) in the next
-// pass, once written: a node that lost keeps its claim as its place in the queue, and goes
-// when the claims ahead are done, without writing again. held names the policies whose
-// current generation is not applied in this pass.
-func (d *Decision) claim(s Snapshot, rollout []string) (held map[string]bool, claimed bool) {
-	held = map[string]bool{}
-	for _, name := range rollout {
-		pol, e := s.policy(name), s.Enactments[name]
-		if e != nil && IsTrue(e, shared.EnactmentProgressing, "") && e.Status.PolicyGeneration == pol.Generation {
-			if full, _, ahead := s.Rollout.slotsFull(pol, s.Node, e, s.slotTimeout(), s.Now); full {
-				held[name], d.Waiting[name] = true, ahead // queued behind earlier claims
-				d.requeue(pendingRetry, true)
-			}
-			continue
-		}
-		if full, why, ahead := s.Rollout.slotsFull(pol, s.Node, nil, s.slotTimeout(), s.Now); full {
-			held[name], d.Waiting[name] = true, ahead
-			d.set(name, Update{Condition: shared.EnactmentPending, Message: "waiting for a rollout slot: " + why, Generation: pol.Generation})
-			d.requeue(pendingRetry, true)
-			continue
-		}
-		now := s.Now
-		d.set(name, Update{Condition: shared.EnactmentProgressing, Message: "rollout slot claimed by " + s.Node,
-			Generation: pol.Generation, ClaimedAt: &now})
-		claimed = true
+// granted: the cluster controller granted a rollout slot for this generation on the
+// node's enactment (shared.RolloutSlotAnnotation). The controller decides who may go
+// (maxUnavailable, readiness, timed-out grants); the node only waits for its turn.
+func granted(e *v1beta1.NodeNetworkConfigurationEnactment, generation int64) bool {
+	if e == nil {
+		return false
 	}
-	return held, claimed
+	gen, _, ok := shared.RolloutSlot(e.Annotations)
+	return ok && gen == generation
 }
 
 // upToDate: every selected policy's enactment reports the current generation, Available
@@ -461,9 +426,6 @@ func (d *Decision) requeue(after time.Duration, jitter bool) {
 // state it last committed: what stays in effect meanwhile (compose).
 func (u Update) applyTo(e *v1beta1.NodeNetworkConfigurationEnactment) {
 	setEnactment(e, u.Condition, u.Message)
-	if u.ClaimedAt != nil {
-		meta.FindStatusCondition(e.Status.Conditions, u.Condition).LastTransitionTime = metav1.NewTime(*u.ClaimedAt)
-	}
 	e.Status.PolicyGeneration = u.Generation
 	if u.Captured != nil {
 		e.Status.CapturedStates = u.Captured
@@ -514,11 +476,4 @@ func (s Snapshot) versions(names []string) []string {
 		out[i] = fmt.Sprintf("%s/%d", name, s.generation(name))
 	}
 	return out
-}
-
-func (s Snapshot) slotTimeout() time.Duration {
-	if s.SlotTimeout <= 0 {
-		return 5 * time.Minute
-	}
-	return s.SlotTimeout
 }

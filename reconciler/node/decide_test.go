@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -58,32 +57,17 @@ func available(policy string, gen int64, appliedIn string, ifaces ...string) *v1
 	return enactment(policy, gen, shared.EnactmentAvailable, "applied in boot "+appliedIn, appliedIn, dummyState(ifaces...))
 }
 
-// claimBy is a Progressing claim of policy at gen by node, dated at.
-func claimBy(node, policy string, gen int64, at time.Time) *v1beta1.NodeNetworkConfigurationEnactment {
-	e := enactment(policy, gen, shared.EnactmentProgressing, "rollout slot claimed by "+node, "", nil)
-	e.Name, e.Labels[shared.NodeLabel] = shared.EnactmentKey(node, policy), node
-	for i := range e.Status.Conditions {
-		e.Status.Conditions[i].LastTransitionTime = metav1.NewTime(at)
-	}
-	return e
+// grantOf is the enactment the cluster controller creates when it grants the node a
+// rollout slot for policy at gen: no status yet.
+func grantOf(policy string, gen int64) *v1beta1.NodeNetworkConfigurationEnactment {
+	return withGrant(&v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey(self, policy),
+		Labels: map[string]string{shared.NodeLabel: self, shared.PolicyLabel: policy}}}, gen)
 }
 
-// cluster is four nodes, w4 NotReady, with these claims.
-func cluster(claims ...*v1beta1.NodeNetworkConfigurationEnactment) *rolloutView {
-	var nodes []corev1.Node
-	for _, name := range []string{"w1", "w2", "w3", "w4"} {
-		ready := corev1.ConditionTrue
-		if name == "w4" {
-			ready = corev1.ConditionFalse
-		}
-		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}})
-	}
-	var es []v1beta1.NodeNetworkConfigurationEnactment
-	for _, c := range claims {
-		es = append(es, *c)
-	}
-	return newRolloutView(nodes, es)
+// withGrant adds a grant of gen to an enactment.
+func withGrant(e *v1beta1.NodeNetworkConfigurationEnactment, gen int64) *v1beta1.NodeNetworkConfigurationEnactment {
+	metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(gen, t0))
+	return e
 }
 
 func snap(policies []Policy, enactments ...*v1beta1.NodeNetworkConfigurationEnactment) Snapshot {
@@ -98,15 +82,14 @@ func snap(policies []Policy, enactments ...*v1beta1.NodeNetworkConfigurationEnac
 // want is what a pass must decide. Updates map a policy to "Condition: message" (the
 // message as a prefix), "" for no update, "delete" for a deletion.
 type want struct {
-	needRollout []string
-	apply       []string // the interfaces handed to the engine; nil: no transaction
-	settle      bool
-	updates     map[string]string
-	requeue     time.Duration
-	jitter      bool
-	waiting     map[string][]string
-	failed      []string
-	newBoot     bool
+	apply   []string // the interfaces handed to the engine; nil: no transaction
+	settle  bool
+	updates map[string]string
+	requeue time.Duration
+	jitter  bool
+	waiting []string
+	failed  []string
+	newBoot bool
 }
 
 func names(d Decision) []string {
@@ -123,9 +106,6 @@ func names(d Decision) []string {
 
 func check(t *testing.T, d Decision, w want) {
 	t.Helper()
-	if !slices.Equal(d.NeedRollout, w.needRollout) {
-		t.Errorf("NeedRollout = %v, want %v", d.NeedRollout, w.needRollout)
-	}
 	if got := names(d); !slices.Equal(got, w.apply) {
 		t.Errorf("applies %v, want %v", got, w.apply)
 	}
@@ -152,10 +132,8 @@ func check(t *testing.T, d Decision, w want) {
 	if d.Requeue != w.requeue || d.Jitter != w.jitter {
 		t.Errorf("requeue %v (jitter %v), want %v (jitter %v)", d.Requeue, d.Jitter, w.requeue, w.jitter)
 	}
-	if len(d.Waiting) > 0 || len(w.waiting) > 0 {
-		if fmt.Sprint(d.Waiting) != fmt.Sprint(w.waiting) {
-			t.Errorf("waiting %v, want %v", d.Waiting, w.waiting)
-		}
+	if !slices.Equal(d.Waiting, w.waiting) {
+		t.Errorf("waiting %v, want %v", d.Waiting, w.waiting)
 	}
 	if f := slices.Sorted(maps.Keys(d.Failed)); !slices.Equal(f, w.failed) {
 		t.Errorf("failed %v, want %v", f, w.failed)
@@ -168,50 +146,30 @@ func check(t *testing.T, d Decision, w want) {
 func TestDecide(t *testing.T) {
 	a1, b1 := pol("a", 1, "d-a"), pol("b", 1, "d-b")
 	a2 := pol("a", 2, "d-a2")
-	const slotMsg = "waiting for a rollout slot: a: 1 of 4 nodes may apply it at once"
-	withRollout := func(s Snapshot, r *rolloutView) Snapshot { s.Rollout = r; return s }
 
 	for _, tc := range []struct {
 		name string
 		s    Snapshot
 		want want
 	}{
-		{name: "a new policy asks for the rollout view first",
+		{name: "a new policy waits for its rollout slot: no write, no request, nothing to look at again",
 			s:    snap([]Policy{a1}),
-			want: want{needRollout: []string{"a"}}},
-		{name: "a new policy claims a free slot and comes back to rank it",
-			s:    withRollout(snap([]Policy{a1}), cluster()),
-			want: want{updates: map[string]string{"a": "Progressing: rollout slot claimed by w2"}, requeue: atOnce}},
-		{name: "a claim ranked first is applied",
-			s:    withRollout(snap([]Policy{a1}, claimBy(self, "a", 1, t0)), cluster(claimBy(self, "a", 1, t0))),
+			want: want{waiting: []string{"a"}, settle: true}},
+		{name: "a slot granted (the controller created the enactment with it): applied",
+			s:    snap([]Policy{a1}, grantOf("a", 1)),
 			want: want{apply: []string{"d-a"}, settle: true}},
-		{name: "a slot held by another Ready node: Pending, behind it",
-			s: withRollout(snap([]Policy{a1}), cluster(claimBy("w1", "a", 1, t0.Add(-time.Minute)))),
-			want: want{updates: map[string]string{"a": "Pending: " + slotMsg}, requeue: pendingRetry, jitter: true,
-				waiting: map[string][]string{"a": {"w1"}}, settle: true}},
-		{name: "a generation change while waiting for a slot: Pending at the new generation, the old one stays applied",
-			s: withRollout(snap([]Policy{a2}, enactment("a", 1, shared.EnactmentAvailable, "applied in boot "+boot, boot, dummyState("d-a"))),
-				cluster(claimBy("w1", "a", 2, t0.Add(-time.Minute)))),
-			want: want{updates: map[string]string{"a": "Pending: " + slotMsg}, requeue: pendingRetry, jitter: true,
-				waiting: map[string][]string{"a": {"w1"}}, apply: []string{"d-a"}, settle: true}},
-		{name: "a slot race: an earlier claim ranks first, this node keeps its claim and waits without writing",
-			s: withRollout(snap([]Policy{a1}, claimBy(self, "a", 1, t0)),
-				cluster(claimBy(self, "a", 1, t0), claimBy("w3", "a", 1, t0.Add(-time.Second)))),
-			want: want{requeue: pendingRetry, jitter: true, waiting: map[string][]string{"a": {"w3"}}, settle: true}},
-		{name: "a slot race at the same second: the lower node name ranks first",
-			s: withRollout(snap([]Policy{a1}, claimBy(self, "a", 1, t0)),
-				cluster(claimBy(self, "a", 1, t0), claimBy("w1", "a", 1, t0))),
-			want: want{requeue: pendingRetry, jitter: true, waiting: map[string][]string{"a": {"w1"}}, settle: true}},
-		{name: "a slot race at the same second: a higher node name ranks behind",
-			s: withRollout(snap([]Policy{a1}, claimBy(self, "a", 1, t0)),
-				cluster(claimBy(self, "a", 1, t0), claimBy("w3", "a", 1, t0))),
+		{name: "a grant of the previous generation is none for the new one: the old one stays applied meanwhile",
+			s:    snap([]Policy{a2}, withGrant(available("a", 1, boot, "d-a"), 1)),
+			want: want{waiting: []string{"a"}, apply: []string{"d-a"}, settle: true}},
+		{name: "the new generation granted: applied",
+			s:    snap([]Policy{a2}, withGrant(available("a", 1, boot, "d-a"), 2)),
+			want: want{apply: []string{"d-a2"}, settle: true}},
+		{name: "of two new policies, the one granted is applied, the other waits",
+			s:    snap([]Policy{a1, b1}, grantOf("b", 1)),
+			want: want{waiting: []string{"a"}, apply: []string{"d-b"}, settle: true}},
+		{name: "a generation reported already needs no grant to be applied again (boot, drift, backoff)",
+			s:    snap([]Policy{a1}, enactment("a", 1, shared.EnactmentFailing, "did not converge", "", nil)),
 			want: want{apply: []string{"d-a"}, settle: true}},
-		{name: "a NotReady node's claim holds no slot",
-			s:    withRollout(snap([]Policy{a1}), cluster(claimBy("w4", "a", 1, t0))),
-			want: want{updates: map[string]string{"a": "Progressing: rollout slot claimed by w2"}, requeue: atOnce}},
-		{name: "a claim older than the slot timeout holds no slot",
-			s:    withRollout(snap([]Policy{a1}), cluster(claimBy("w1", "a", 1, t0.Add(-6*time.Minute)))),
-			want: want{updates: map[string]string{"a": "Progressing: rollout slot claimed by w2"}, requeue: atOnce}},
 		{name: "boot re-convergence re-applies without a slot",
 			s:    snap([]Policy{a1, b1}, available("a", 1, oldBoot, "d-a"), available("b", 1, oldBoot, "d-b")),
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, newBoot: true}},
@@ -325,17 +283,7 @@ func TestSettle(t *testing.T) {
 	invalid := Policy{Name: "bad", Generation: 3, DesiredState: []byte(`{"interfaces":[{"name":"x","type":"dummy","state":"sideways"}]}`)}
 	conflictX, conflictY := pol("x", 1, "d-same"), pol("y", 1, "d-same")
 	conflictY.DesiredState = []byte(`{"interfaces":[{"name":"d-same","type":"dummy","state":"absent"}]}`)
-	claimed := func(p Policy) *v1beta1.NodeNetworkConfigurationEnactment {
-		return claimBy(self, p.Name, p.Generation, t0)
-	}
-	ranked := func(s Snapshot) Snapshot {
-		var claims []*v1beta1.NodeNetworkConfigurationEnactment
-		for _, e := range s.Enactments {
-			claims = append(claims, e)
-		}
-		s.Rollout = cluster(claims...)
-		return s
-	}
+	slotFor := func(p Policy) *v1beta1.NodeNetworkConfigurationEnactment { return grantOf(p.Name, p.Generation) }
 	busy := &networkmanager.CheckpointBusyError{Path: "/org/freedesktop/NetworkManager/Checkpoint/7"}
 
 	for _, tc := range []struct {
@@ -345,29 +293,29 @@ func TestSettle(t *testing.T) {
 		want     want
 	}{
 		{name: "applied: Available with the boot and the desired state",
-			s:    ranked(snap([]Policy{a1}, claimed(a1))),
+			s:    snap([]Policy{a1}, slotFor(a1)),
 			want: want{apply: []string{"d-a"}, settle: true, updates: map[string]string{"a": "Available: applied in boot " + boot}}},
 		{name: "an invalid policy fails alone, with its field path; the others apply",
-			s: ranked(snap([]Policy{a1, invalid}, claimed(a1))),
+			s: snap([]Policy{a1, invalid}, slotFor(a1)),
 			want: want{apply: []string{"d-a"}, settle: true, updates: map[string]string{"a": "Available: ",
 				"bad": "Failing: spec.desiredState: interfaces[0].state"}}},
 		{name: "two conflicting policies fail together; the third applies",
-			s: ranked(snap([]Policy{a1, conflictX, conflictY}, claimed(a1))),
+			s: snap([]Policy{a1, conflictX, conflictY}, slotFor(a1)),
 			want: want{apply: []string{"d-a"}, settle: true, updates: map[string]string{"a": "Available: ",
 				"x": "Failing: spec.desiredState.", "y": "Failing: spec.desiredState."}}},
 		{name: "a rollback fails every new policy when nothing points at one",
-			s:        ranked(snap([]Policy{a1, b1}, claimed(a1), claimed(b1))),
+			s:        snap([]Policy{a1, b1}, slotFor(a1), slotFor(b1)),
 			applyErr: errors.New("did not converge; rolled back"),
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"a", "b"},
 				updates: map[string]string{"a": "Failing: did not converge", "b": "Failing: did not converge"}}},
 		{name: "an interface that would not activate fails its own policy; the innocent one is tried again at once",
-			s:        ranked(snap([]Policy{a1, b1}, claimed(a1), claimed(b1))),
+			s:        snap([]Policy{a1, b1}, slotFor(a1), slotFor(b1)),
 			applyErr: &networkmanager.ApplyError{Reason: "d-b: waiting for an IP address", Interfaces: []string{"d-b"}},
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: d-b: waiting for an IP address"}}},
 		{name: "suspects after a retry that did not converge: the policy that failed before",
 			s: func() Snapshot {
-				s := ranked(snap([]Policy{a1, b1}, claimed(a1), enactment("b", 1, shared.EnactmentFailing, "did not converge", "", nil)))
+				s := snap([]Policy{a1, b1}, slotFor(a1), enactment("b", 1, shared.EnactmentFailing, "did not converge", "", nil))
 				s.Failures = map[string]Failure{"b": {Generation: 1, Policies: "b/1 ", Message: "did not converge", RetryAt: t0.Add(-time.Second)}}
 				return s
 			}(),
@@ -375,7 +323,7 @@ func TestSettle(t *testing.T) {
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: did not converge"}}},
 		{name: "a policy the backend refused before any change fails alone, with its reason; the other is tried again at once",
-			s:        ranked(snap([]Policy{a1, b1}, claimed(a1), claimed(b1))),
+			s:        snap([]Policy{a1, b1}, slotFor(a1), slotFor(b1)),
 			applyErr: &PoliciesRefused{Reasons: map[string]string{"b": "netplan: 90-nmoverlay-b.yaml:1:2: Error"}},
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: netplan: 90-nmoverlay-b.yaml:1:2: Error"}}},
@@ -383,17 +331,17 @@ func TestSettle(t *testing.T) {
 			s: func() Snapshot {
 				b := b1
 				b.Refused = "spec.desiredState: netplan: 90-nmoverlay-b.yaml:1:2: Error"
-				return ranked(snap([]Policy{a1, b}, claimed(a1)))
+				return snap([]Policy{a1, b}, slotFor(a1))
 			}(),
 			want: want{apply: []string{"d-a"}, settle: true, updates: map[string]string{"a": "Available: ",
 				"b": "Failing: spec.desiredState: netplan: 90-nmoverlay-b.yaml"}}},
 		{name: "a probe failure is recorded as one",
-			s:        ranked(snap([]Policy{a1}, claimed(a1))),
+			s:        snap([]Policy{a1}, slotFor(a1)),
 			applyErr: probeFailure{errors.New("probe gateway failed; rolled back")},
 			want: want{apply: []string{"d-a"}, settle: true, failed: []string{"a"},
 				updates: map[string]string{"a": "Failing: probe gateway failed"}}},
 		{name: "another tool's checkpoint: Progressing, nobody failed, look again soon",
-			s:        ranked(snap([]Policy{a1}, claimed(a1))),
+			s:        snap([]Policy{a1}, slotFor(a1)),
 			applyErr: busy,
 			want: want{apply: []string{"d-a"}, settle: true, requeue: busyRetry, jitter: true,
 				updates: map[string]string{"a": "Progressing: " + busy.Error()}}},
@@ -406,7 +354,7 @@ func TestSettle(t *testing.T) {
 			want: want{apply: []string{"d-a"}, settle: true,
 				updates: map[string]string{"gone": "Failing: removing this policy's changes from the node failed: NetworkManager said no"}}},
 		{name: "a policy in effect is not reported again with a new one",
-			s:    ranked(snap([]Policy{a1, c1}, available("a", 1, boot, "d-a"), claimed(c1))),
+			s:    snap([]Policy{a1, c1}, available("a", 1, boot, "d-a"), slotFor(c1)),
 			want: want{apply: []string{"d-a", "d-c"}, settle: true, updates: map[string]string{"c": "Available: "}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -421,8 +369,7 @@ func TestSettle(t *testing.T) {
 
 func TestSettleAvailableRecordsWhatWasApplied(t *testing.T) {
 	a1 := pol("a", 1, "d-a")
-	s := snap([]Policy{a1}, claimBy(self, "a", 1, t0))
-	s.Rollout = cluster(claimBy(self, "a", 1, t0))
+	s := snap([]Policy{a1}, grantOf("a", 1))
 	d := Settle(s, Decide(s), nil)
 	e := s.Enactments["a"].DeepCopy()
 	d.Updates["a"].applyTo(e)

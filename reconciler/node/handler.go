@@ -42,17 +42,11 @@ type Handler struct {
 	// Degraded returns why the node's overlay is not in use, or "": policies applied
 	// then would become permanent, so none is.
 	Degraded func() (string, error)
-	// APIReader reads other nodes' enactments and readiness for rollout admission,
-	// uncached: the decision must see the latest claims.
-	APIReader client.Reader
 	// Probes run after each apply, before its commit; a failure rolls the apply back.
 	Probes probe.Set
 	// Events, when set, tells operators on the policy when it failed on this node
 	// (only when something happened: an up-to-date node emits nothing).
 	Events events.EventRecorder
-	// SlotTimeout is how long another node's Progressing enactment holds a rollout slot:
-	// a handler that died mid-apply frees its slot after it. Default 5 minutes.
-	SlotTimeout time.Duration
 
 	// Wake, when set, starts a pass from outside the API: the lower dir changed.
 	Wake <-chan event.GenericEvent
@@ -85,6 +79,8 @@ type Handler struct {
 	// be what restores them, and a probe dropped because our own change broke it would let
 	// the next try commit a broken network.
 	keptProbes map[string]bool
+	// waitLogged: the generation of each policy last logged as waiting for a slot.
+	waitLogged map[string]int64
 	// unrestored: NetworkManager could not roll back an apply (its checkpoint was lost)
 	// and restoring the last committed state failed too; every pass tries again first.
 	unrestored string
@@ -100,7 +96,9 @@ func CacheOptions(nodeName string) cache.Options {
 	}}
 }
 
-// SetupWithManager runs the handler on policy changes and on changes of its Node's labels.
+// SetupWithManager runs the handler on policy changes, on changes of its Node's labels, and
+// on its enactments' creation (the controller creates each with a rollout slot), grants
+// and deletion.
 func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	h.started = time.Now()
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -110,10 +108,13 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("node-handler").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, toNode, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// Its own writes do not wake it; a deleted enactment (by hand, or a policy gone) does.
+		// Its own writes (status) do not wake it; a grant, a new enactment (the controller
+		// creates each with its grant) and a deleted one (by hand, or a policy gone) do.
 		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, toNode, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(event.CreateEvent) bool { return false },
-			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			CreateFunc: func(event.CreateEvent) bool { return true },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetAnnotations()[shared.RolloutSlotAnnotation] != e.ObjectNew.GetAnnotations()[shared.RolloutSlotAnnotation]
+			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		}))
@@ -219,7 +220,7 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 func (h *Handler) snapshot(v *nodeView, reapply bool) Snapshot {
 	return Snapshot{Node: h.NodeName, Boot: v.boot, Degraded: v.degraded, Now: time.Now(), Selected: v.selected,
 		Enactments: v.existing, Failures: h.failures.byPolicy, Drifted: h.driftedNow(), Reapply: reapply,
-		Committed: h.committed, SlotTimeout: h.SlotTimeout, Schema: h.Backend}
+		Committed: h.committed, Schema: h.Backend}
 }
 
 // reconcile is one pass: read, decide (Decide), apply, decide what to report (Settle),
@@ -250,12 +251,6 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	}
 	s := h.snapshot(v, reapply)
 	d := Decide(s)
-	if d.NeedRollout != nil {
-		if s.Rollout, err = h.readRollout(ctx, d.NeedRollout); err != nil {
-			return reconcile.Result{}, err
-		}
-		d = Decide(s)
-	}
 	h.logDecision(ctx, s, d)
 	if d.Settle {
 		var applyErr error

@@ -138,6 +138,16 @@ var _ = Describe("the admission policies", Ordered, func() {
 				policies = append(policies, o)
 			}
 		}
+		// The handler no longer creates enactments (the controller does, with their rollout
+		// slot), so its role cannot; grant it here, in both namespaces the specs install it
+		// in, to show the admission policy holds the node to its own should it ever again.
+		createRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "adm-test-enactment-create"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationenactments"}, Verbs: []string{"create"}}}}
+		create(createRole)
+		create(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "adm-test-enactment-create"},
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: createRole.Name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: handlerSA, Namespace: "nmoverlay"},
+				{Kind: "ServiceAccount", Name: handlerSA, Namespace: "adm-elsewhere"}}})
 		Expect(policies).To(HaveLen(6), "three policies, each with its binding")
 
 		for _, name := range []string{admNodeA, admNodeB} {
@@ -302,6 +312,22 @@ var _ = Describe("the admission policies", Ordered, func() {
 
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
 			Expect(e.Labels).To(Equal(map[string]string{shared.NodeLabel: admNodeA, shared.PolicyLabel: "relabel"}))
+
+			// Nor grant itself a rollout slot, on its own enactment or a new one.
+			metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(1, time.Now()))
+			expectDenied(handlerA.Update(ctx, e.DeepCopy()), metav1.StatusReasonForbidden,
+				"metadata.annotations[nmoverlay.io/rollout-slot]: nmoverlay-handler on "+admNodeA+" may not grant a rollout slot")
+			granted := labelledEnactment(admNodeA+".self-granted", admNodeA, "self-granted")
+			metav1.SetMetaDataAnnotation(&granted.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(1, time.Now()))
+			expectDenied(handlerA.Create(ctx, granted, client.DryRunAll), metav1.StatusReasonForbidden,
+				"metadata.annotations[nmoverlay.io/rollout-slot]", "the cluster controller grants them")
+			// The controller's grant stays the handler's to keep: its own updates that leave
+			// it as it is are admitted.
+			metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(1, time.Now()))
+			Expect(k8s.Update(ctx, e.DeepCopy())).To(Succeed(), "the administrator (as the controller) grants it")
+			Expect(handlerA.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
+			e.Annotations["example.com/touched"] = "again"
+			Expect(handlerA.Update(ctx, e.DeepCopy())).To(Succeed())
 		})
 
 		It("lets the handler name an enactment only <node>.<policy>, or that and a random suffix", func() {

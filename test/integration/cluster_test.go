@@ -11,16 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
 // policyCondition returns "Type=Reason: message" of the policy's True condition.
@@ -68,19 +65,9 @@ var _ = Describe("the cluster controller", func() {
 			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", pool, i),
 				Labels: map[string]string{"pool": pool}}})).To(Succeed())
 		}
-		skipNameValidation := true // the handlers' simulated nodes share this process
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
+		stop, err := kit.StartController(cfg, k8s.Scheme())
 		Expect(err).NotTo(HaveOccurred())
-		Expect((&cluster.PolicyStatus{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr)).To(Succeed())
-		mctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mctx)).To(Succeed())
-		}()
-		DeferCleanup(func() { cancel(); <-done })
+		DeferCleanup(stop)
 		return pool
 	}
 
@@ -110,7 +97,7 @@ var _ = Describe("the cluster controller", func() {
 		name := pool + "-br"
 		Expect(k8s.Create(ctx, policy(name, map[string]string{"pool": pool}, `{"interfaces":[{"name":"br9","type":"linux-bridge"}]}`))).To(Succeed())
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed()) })
-		Eventually(policyCondition(name), "10s").Should(Equal("Progressing=ConfigurationProgressing: 0/3 nodes configured, 0 failed, 3 in progress"))
+		Eventually(policyCondition(name), "10s").Should(Equal("Progressing=ConfigurationProgressing: 0/3 nodes configured, 0 failed, 3 in progress, 0 waiting for a rollout slot"))
 		report(pool+"-1", name, 1, node.SetAvailable)
 		report(pool+"-2", name, 1, node.SetAvailable)
 		Eventually(policyCondition(name), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 2/3"))

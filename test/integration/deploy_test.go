@@ -92,7 +92,10 @@ var _ = Describe("the deploy manifests", func() {
 
 		Expect(access("nmoverlay-controller", "update", nmstate, "nodenetworkconfigurationpolicies", "status")).To(Equal("allowed"))
 		Expect(access("nmoverlay-controller", "list", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("allowed"))
-		Expect(access("nmoverlay-controller", "create", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("denied"))
+		Expect(access("nmoverlay-controller", "create", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("allowed"), "it grants rollout slots")
+		Expect(access("nmoverlay-controller", "patch", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("allowed"), "it grants rollout slots")
+		Expect(access("nmoverlay-handler", "create", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("denied"), "the controller creates them with a slot")
+		Expect(access("nmoverlay-handler", "patch", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("denied"), "only the controller grants slots")
 		Expect(access("nmoverlay-controller", "update", nmstate, "nodenetworkconfigurationenactments", "status")).To(Equal("denied"))
 		Expect(access("nmoverlay-controller", "update", nmstate, "nodenetworkconfigurationpolicies", "")).To(Equal("denied"), "it never changes a policy's spec")
 	})

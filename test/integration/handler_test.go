@@ -170,6 +170,11 @@ func failing(msg string) OmegaMatcher {
 
 var _ = Describe("the per-node handler", func() {
 	ctx := context.Background()
+	BeforeEach(func() {
+		stop, err := kit.StartController(cfg, k8s.Scheme()) // it grants the nodes their rollout slots
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stop)
+	})
 
 	It("applies a policy on the nodes it selects and reports one enactment each", func() {
 		w := newWorld(3, map[string]string{"role": "worker"}, map[string]string{"role": "worker"})
@@ -203,7 +208,7 @@ var _ = Describe("the per-node handler", func() {
 		Eventually(enactment(w.node(0), br1), "10s").Should(available(""))
 		Eventually(func() []string { return policyEvents(bad) }, "10s").Should(ContainElement(
 			ContainSubstring("Warning FailedToConfigure node " + w.node(0) + ": spec.desiredState: interfaces[0].vlan.id: 5000 is out of range")))
-		Consistently(func() []string { return policyEvents(br1) }, "1s").Should(BeEmpty(),
+		Consistently(func() []string { return policyEvents(br1) }, "1s").ShouldNot(ContainElement(ContainSubstring("node "+w.node(0))),
 			"no event per node for a success: the controller tells it once per policy")
 	})
 
@@ -340,7 +345,7 @@ var _ = Describe("the per-node handler", func() {
 		Expect(after).To(Equal(before), "nothing applied")
 	})
 
-	It("waits for a rollout slot held by a ready node, and takes it when that node is not ready", func() {
+	It("waits for a rollout slot held by a ready node, without a request, and gets it when that node is not ready", func() {
 		w := newWorld(1)
 		name := w.node(0)
 		ghostName := w.id + "-ghost"
@@ -352,39 +357,40 @@ var _ = Describe("the per-node handler", func() {
 			Expect(k8s.Status().Update(ctx, ghost)).To(Succeed())
 		}
 		rollout := w.id + "-rollout"
-		// The ghost node claimed the only slot of generation 1 a moment ago.
-		claim := func(generation int64, since metav1.Time) {
+		// The controller granted the ghost node the only slot of a generation at a time.
+		grantGhost := func(generation int64, at time.Time) {
 			key := shared.EnactmentKey(ghostName, rollout)
 			e := &v1beta1.NodeNetworkConfigurationEnactment{}
 			if err := k8s.Get(ctx, client.ObjectKey{Name: key}, e); err != nil {
 				e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: key,
 					Labels: map[string]string{shared.NodeLabel: ghostName, shared.PolicyLabel: rollout}}}
+				metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(generation, at))
 				Expect(k8s.Create(ctx, e)).To(Succeed())
+				return
 			}
-			e.Status.PolicyGeneration = generation
-			e.Status.Conditions = []metav1.Condition{{Type: shared.EnactmentProgressing, Status: metav1.ConditionTrue,
-				Reason: shared.ReasonConfigurationProgressing, LastTransitionTime: since}}
-			Expect(k8s.Status().Update(ctx, e)).To(Succeed())
+			metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(generation, at))
+			Expect(k8s.Update(ctx, e)).To(Succeed())
 		}
-		claim(1, metav1.Now())
+		grantGhost(1, time.Now())
 		one := intstr.FromInt32(1)
 		p := policy(rollout, w.sel, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1400}]}`)
 		p.Spec.MaxUnavailable = &one
 		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment(name, rollout), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached,
-			"waiting for a rollout slot: "+rollout+": 1 of 2 nodes may apply it at once"))
-		Consistently(enactment(name, rollout), "3s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, ""))
+		Eventually(policyCondition(rollout), "10s").Should(HaveSuffix("1 in progress, 1 waiting for a rollout slot"))
+		requests := w.nodes[0].Requests()
+		Consistently(enactment(name, rollout), "3s").Should(BeNil(), "no slot granted: no enactment yet")
+		Expect(w.nodes[0].Requests()).To(Equal(requests), "the waiting node made a request")
 		applied, _ := w.nodes[0].Engine.Last()
 		Expect(ifaceNames(applied)).NotTo(ContainElement("eth7"), "nothing applied while waiting")
 
-		setReady(corev1.ConditionFalse) // the node holding the slot rebooted: its claim no longer counts
+		setReady(corev1.ConditionFalse) // the node holding the slot rebooted: its grant no longer counts
 		Eventually(enactment(name, rollout), "10s").Should(available(""))
 
-		// Generation 2: the ghost's claim is ready but stale (a handler that died mid-apply).
+		// Generation 2: the ghost's grant is Ready but timed out (a handler that died mid-apply).
 		setReady(corev1.ConditionTrue)
-		claim(2, metav1.NewTime(time.Now().Add(-10*time.Minute)))
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: rollout}, p)).To(Succeed())
 		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)}
+		grantGhost(2, time.Now().Add(-10*time.Minute))
 		Expect(k8s.Update(ctx, p)).To(Succeed())
 		Eventually(func() int64 {
 			e := enactment(name, rollout)()
@@ -423,7 +429,7 @@ var _ = Describe("the per-node handler", func() {
 		}, "10s").Should(available(""))
 		Eventually(func() []string { return policyEvents(pol) }, "10s").Should(ContainElement(
 			ContainSubstring(fmt.Sprintf(`Warning EnactmentNameTaken node %s: enactment name %s is taken by node %q (policy "p"); this node's enactment is %s`,
-				name, theirs.Name, name+"."+w.id, mine.Name))))
+				name, theirs.Name, name+"."+w.id, mine.Name))), "the controller, which creates enactments, says so")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
 		Expect(theirs.Status.Conditions).To(BeEmpty(), "the other node's enactment was written")
 	})
@@ -479,11 +485,17 @@ func metricValue(name string, labels map[string]string) float64 {
 }
 
 var _ = Describe("the handler's metrics", func() {
+	BeforeEach(func() {
+		stop, err := kit.StartController(cfg, k8s.Scheme()) // it grants the nodes their rollout slots
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stop)
+	})
 	It("count applies by result, rollbacks by reason, and NodeNetworkState writes", func() {
 		// Ginkgo runs the handler specs in this process too, in any order; whatever ran
 		// before, a fresh node makes each of these move.
 		ctx := context.Background()
-		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metrics-node", Labels: map[string]string{"metrics": "yes"}}})).To(Succeed())
+		_, err := kit.ReadyNode(ctx, k8s, "metrics-node", map[string]string{"metrics": "yes"})
+		Expect(err).NotTo(HaveOccurred())
 		n := simnode.New("metrics-node", cfg, k8s.Scheme())
 		Expect(n.Start()).To(Succeed())
 		DeferCleanup(n.Stop)

@@ -46,6 +46,11 @@ func newBenchCluster(b *testing.B, nodes ...string) *benchCluster {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.Stop() })
+	stopController, err := a.StartController() // it grants the nodes their rollout slots
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stopController() })
 	c.cfg, c.k8s = a.Config, a.Client
 	for _, name := range nodes {
 		if _, err := kit.ReadyNode(context.Background(), c.k8s, name, nil); err != nil {

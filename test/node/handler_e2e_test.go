@@ -51,6 +51,9 @@ var _ = Describe("the handler on a real node", Ordered, func() {
 		a, err := kit.StartAPI()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(a.Stop)
+		stopController, err := a.StartController() // it grants the node its rollout slots
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stopController)
 		env, k8s = a.Env, a.Client
 		_, err = kit.ReadyNode(ctx, k8s, "e2e", nil)
 		Expect(err).NotTo(HaveOccurred())

@@ -4,9 +4,11 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
@@ -26,19 +29,26 @@ import (
 // real interfaces; its DaemonSet requests 100 MiB.
 const peerHandlerRSSMiB, peerHandlerRequestMiB = 56.0, 100.0
 
-// BenchmarkHandlerRSS200: the handler process's memory in steady state on a node with 200
-// interfaces, after applying a policy and reporting the node's state, next to the node's
-// NetworkManager measured in the same run. Run with -benchtime 1x.
-func BenchmarkHandlerRSS200(b *testing.B) {
+// node200 is a node with 200 interfaces (100 veth pairs) and the handler as its own
+// process, one policy applied and the node's state reported with every interface.
+type node200 struct {
+	*overlayNode
+	k8s      client.Client
+	name     string
+	pid      int
+	stateRaw func() string
+}
+
+func startNode200(b *testing.B, nodeName string) *node200 {
 	ctx := context.Background()
-	const nodeName = "rss"
 	c := newBenchCluster(b, nodeName)
 	k8s, dir, handlerBin, kubeconfig := c.k8s, c.dir, c.handler, c.kubeconfig
 	n := c.node(b, nodeName, func(n *nmhost.Node) error {
 		_, err := n.Run(ctx, "sh", "-c", `for i in $(seq 1 100); do ip link add v$i type veth peer name v${i}p; done`)
 		return err
 	})
-	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rss-uplink"}}
+	policy := nodeName + "-uplink"
+	p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy}}
 	p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
 		"routes":{"config":[{"destination":"0.0.0.0/0","next-hop-address":"192.0.2.254","next-hop-interface":"eth1","metric":100}]}}`)}
 	if err := k8s.Create(ctx, p); err != nil {
@@ -48,20 +58,32 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
-	waitUntil(b, 2*time.Minute, func() (bool, error) {
-		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName + ".rss-uplink"}, e); err != nil {
-			return false, err
-		}
+	b.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+	nd := &node200{overlayNode: n, k8s: k8s, name: nodeName, pid: proc.Process.Pid}
+	nd.stateRaw = func() string {
 		nns := &v1beta1.NodeNetworkState{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns); err != nil {
+			return ""
+		}
+		return string(nns.Status.CurrentState.Raw)
+	}
+	waitUntil(b, 2*time.Minute, func() (bool, error) {
+		e := &v1beta1.NodeNetworkConfigurationEnactment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
 			return false, err
 		}
-		return node.IsTrue(e, shared.EnactmentAvailable, "") && strings.Count(string(nns.Status.CurrentState.Raw), `"name":"v`) >= 200, nil
+		return node.IsTrue(e, shared.EnactmentAvailable, "") && strings.Count(nd.stateRaw(), `"name":"v`) >= 200, nil
 	}, func() string { l, _ := os.ReadFile(filepath.Join(dir, "handler.log")); return string(l) })
+	return nd
+}
+
+// BenchmarkHandlerRSS200: the handler process's memory in steady state on a node with 200
+// interfaces, after applying a policy and reporting the node's state, next to the node's
+// NetworkManager measured in the same run. Run with -benchtime 1x.
+func BenchmarkHandlerRSS200(b *testing.B) {
+	n := startNode200(b, "rss")
 	time.Sleep(15 * time.Second) // steady state: nothing left to do
-	pid := proc.Process.Pid
+	pid := n.pid
 	rss, hwm, nmRSS := kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
 	fmt.Printf("handler process, steady state on a node with 200 interfaces (one policy applied, state reported): RSS %.1f MiB (%.1f MiB anonymous, %.1f MiB of the binary and files), peak %.1f MiB\n",
 		rss, kit.ProcStatusKiB(pid, "RssAnon")/1024, kit.ProcStatusKiB(pid, "RssFile")/1024, hwm)
@@ -71,4 +93,64 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	b.ReportMetric(rss, "MiB-rss")
 	b.ReportMetric(hwm, "MiB-peak")
 	b.ReportMetric(rss/nmRSS, "handler/NM")
+}
+
+// Upstream kubernetes-nmstate's handler polls the node's state every 60 s (FIELD-NOTES
+// section 6), so an out-of-band change takes up to a minute to show: 66 s measured (issue 18).
+const peerNNSWorstSeconds = 66.0
+
+// BenchmarkNNSFreshness: on the same 200-interface node, how long after an out-of-band
+// change (ip link set down / up) the NodeNetworkState shows it: a change after a quiet
+// spell (the reporter writes on the leading edge) and a change right after a write (it
+// waits out the reporter's spacing); then the NodeNetworkState writes in an idle minute.
+// Run with -benchtime 1x.
+func BenchmarkNNSFreshness(b *testing.B) {
+	ctx := context.Background()
+	n := startNode200(b, "fresh")
+	time.Sleep(6 * time.Second) // past the reporter's spacing
+	linkState := func(iface string) string {
+		var s state.State
+		_ = json.Unmarshal([]byte(n.stateRaw()), &s)
+		for _, it := range s.Interfaces {
+			if it.Name == iface {
+				return string(it.State)
+			}
+		}
+		return ""
+	}
+	flip := func(i int) time.Duration {
+		want := []string{"down", "up"}[i%2]
+		start := time.Now()
+		if _, err := n.Run(ctx, "ip", "link", "set", "v1", want); err != nil {
+			b.Fatal(err)
+		}
+		waitUntil(b, time.Minute, func() (bool, error) { return linkState("v1") == want, nil }, func() string { return "v1 never " + want })
+		return time.Since(start)
+	}
+	var quiet, rapid []time.Duration
+	for i := range 6 {
+		quiet = append(quiet, flip(i))
+		rapid = append(rapid, flip(i+1)) // right after the write that showed the first
+		time.Sleep(6 * time.Second)
+	}
+	writes := func() float64 {
+		v, err := n.handlerMetric("nmoverlay_nodenetworkstate_writes_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	const idle = time.Minute
+	before := writes()
+	time.Sleep(idle)
+	idleWrites := writes() - before
+	fmt.Printf("NodeNetworkState freshness on a node with 200 interfaces (ip link set v1 down/up, median of %d):\n", len(quiet))
+	fmt.Printf("  after a quiet spell %v (max %v); right after another write %v (max %v: the reporter spaces writes)\n",
+		kit.Median(quiet).Round(time.Millisecond), slices.Max(quiet).Round(time.Millisecond),
+		kit.Median(rapid).Round(time.Millisecond), slices.Max(rapid).Round(time.Millisecond))
+	fmt.Printf("  idle node: %.0f writes in %v; peer: upstream kubernetes-nmstate up to %.0f s (worst case here vs peer %.3fx)\n",
+		idleWrites, idle, peerNNSWorstSeconds, slices.Max(append(quiet, rapid...)).Seconds()/peerNNSWorstSeconds)
+	b.ReportMetric(kit.Median(quiet).Seconds(), "s-fresh-quiet")
+	b.ReportMetric(kit.Median(rapid).Seconds(), "s-fresh-rapid")
+	b.ReportMetric(idleWrites*float64(time.Hour/idle), "idle-writes/h")
 }

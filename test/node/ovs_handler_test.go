@@ -58,6 +58,9 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		a, err := kit.StartAPI()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(a.Stop)
+		stopController, err := a.StartController() // it grants the node its rollout slots
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stopController)
 		env, k8s = a.Env, a.Client
 		_, err = kit.ReadyNode(ctx, k8s, nodeName, nil)
 		Expect(err).NotTo(HaveOccurred())

@@ -58,6 +58,9 @@ func newProcessNodeWith(name string, extra func(n *nmhost.Node, fabric string) e
 	a, err := kit.StartAPI()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(a.Stop)
+	stopController, err := a.StartController() // it grants the node its rollout slots
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopController)
 	cfg, env := a.Config, a.Env
 	p.k8s = a.Client
 	_, err = kit.ReadyNode(context.Background(), p.k8s, name, nil)

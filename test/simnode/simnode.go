@@ -7,7 +7,9 @@ package simnode
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -150,6 +152,8 @@ type Node struct {
 	Config *rest.Config
 	Scheme *runtime.Scheme
 
+	// requests counts the HTTP requests its handler and reporter sent (a watch once).
+	requests atomic.Int64
 	mu       sync.Mutex
 	boot     string
 	degraded string
@@ -169,6 +173,7 @@ func UserAgent(name string) string { return "nmoverlay-handler/" + name }
 func (n *Node) Start() error {
 	cfg := rest.CopyConfig(n.Config)
 	cfg.UserAgent = UserAgent(n.Name)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, &n.requests} })
 	skip := true // several nodes' handlers share one process
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     n.Scheme,
@@ -179,7 +184,7 @@ func (n *Node) Start() error {
 	if err != nil {
 		return err
 	}
-	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine, APIReader: mgr.GetAPIReader(),
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine,
 		Events:   mgr.GetEventRecorder("nmoverlay-handler"),
 		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
 		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
@@ -199,6 +204,20 @@ func (n *Node) Start() error {
 	n.stop, n.done = cancel, make(chan error, 1)
 	go func() { n.done <- mgr.Start(ctx) }()
 	return nil
+}
+
+// Requests is how many HTTP requests the node's handler and reporter sent so far, in every
+// start (a watch counts once, when it is opened).
+func (n *Node) Requests() int64 { return n.requests.Load() }
+
+type counting struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
 }
 
 // Stop stops the handler and returns what its manager returned.

@@ -1,0 +1,117 @@
+// Package cluster is the cluster-wide controller: it grants rollout slots on the nodes'
+// enactments and is the one writer of policy status, both computed from the policy's
+// enactments and the nodes it selects, O(nodes) per policy.
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
+)
+
+// PolicyController reconciles each policy in two phases: the rollout (rollout.go: grant
+// free slots) and its status (policy_status.go).
+type PolicyController struct {
+	Client client.Client
+	// Events, when set, tells operators once per policy when it became Available or
+	// Degraded (the handlers tell each node's failure).
+	Events events.EventRecorder
+	// ProgressInterval spaces writes that only move the counts of a Progressing
+	// policy ("3/20 nodes configured"): a rollout over 200 nodes is not 200 writes.
+	// Changes of condition are written at once. Default 1 second.
+	ProgressInterval time.Duration
+	// SlotTimeout is how long a grant holds its slot while the node has not reported the
+	// generation. Default DefaultSlotTimeout.
+	SlotTimeout time.Duration
+
+	mu           sync.Mutex
+	lastProgress map[string]time.Time // by policy
+}
+
+// SetupWithManager runs on policy changes, on enactment changes (mapped to their policy by
+// label) and on Node changes of labels (what a policy selects) or readiness (who may hold
+// a slot).
+func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
+	byPolicyLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if p := o.GetLabels()[shared.PolicyLabel]; p != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: p}}}
+		}
+		return nil
+	})
+	allPolicies := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &nmstatev1.NodeNetworkConfigurationPolicyList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, len(list.Items))
+		for i, p := range list.Items {
+			reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
+		}
+		return reqs
+	})
+	readinessChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, nu := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return old != nil && nu != nil && isReady(old) != isReady(nu)
+	}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("policy-status").
+		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, byPolicyLabel).
+		Watches(&corev1.Node{}, allPolicies, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, readinessChanged))).
+		Complete(r)
+}
+
+// Reconcile grants the policy's free rollout slots, then writes its status. It returns
+// once its cache shows its writes, so the next pass never grants a slot twice.
+func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes); err != nil {
+		return reconcile.Result{}, err
+	}
+	enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+	if err := r.Client.List(ctx, enactments, client.MatchingLabels{shared.PolicyLabel: policy.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	w := &readyourwrites.Writes{}
+	slots, err := r.grantSlots(ctx, w, policy, nodes.Items, enactments.Items, time.Now())
+	w.Await(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	statusWait, err := r.writeStatus(ctx, policy, nodes.Items, enactments.Items, slots)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: soonest(slots.Recheck, statusWait)}, nil
+}
+
+// soonest is the earliest of the phases' times to look again (0: none).
+func soonest(ds ...time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		if d > 0 && (s == 0 || d < s) {
+			s = d
+		}
+	}
+	return s
+}

@@ -1,0 +1,39 @@
+package kit
+
+import (
+	"context"
+	"sync"
+
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
+)
+
+// StartController runs the cluster controller (rollout slots and policy status, as
+// cmd/controller runs it, without leader election) in this process until stop is called.
+// Handlers apply a new generation only once it grants them a slot.
+func StartController(cfg *rest.Config, scheme *kruntime.Scheme) (stop func() error, err error) {
+	skipNameValidation := true // a process may start it again after stopping it
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
+	if err != nil {
+		return nil, err
+	}
+	if err := (&cluster.PolicyController{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	// Safe to call more than once: each call returns what the manager returned.
+	return sync.OnceValue(func() error { cancel(); return <-done }), nil
+}
+
+// StartController runs the cluster controller against this API server (StartController).
+func (a *API) StartController() (stop func() error, err error) {
+	return StartController(a.Config, a.Scheme)
+}
