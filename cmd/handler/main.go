@@ -195,9 +195,10 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		Client:   mgr.GetClient(),
 		NodeName: o.nodeName,
 		// An apply can kill the API server connections: dropped when they no longer answer.
-		Backend: node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
-		Events:  mgr.GetEventRecorder("nmoverlay-handler"),
-		Probes:  probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
+		Backend:   node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
+		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
+		APIReader: mgr.GetAPIReader(),
+		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
 		BootID: func() (string, error) {
 			var b []byte
 			var err error

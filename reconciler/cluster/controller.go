@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -24,6 +25,9 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 )
+
+// concurrentPolicies is how many policies are reconciled at once.
+const concurrentPolicies = 4
 
 // PolicyController reconciles each policy in two phases: the rollout (rollout.go: grant
 // free slots) and its status (policy_status.go).
@@ -71,6 +75,9 @@ func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy-status").
+		// Policies roll out independently: one pass per policy at a time (the work queue's
+		// rule), several policies at once.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentPolicies}).
 		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, byPolicyLabel).
 		Watches(&corev1.Node{}, allPolicies, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, readinessChanged))).
@@ -84,12 +91,14 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// Read-only views of the cache (no copy of every Node and enactment in each pass): the
+	// phases copy what they write.
 	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
+	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
-	if err := r.Client.List(ctx, enactments, client.MatchingLabels{shared.PolicyLabel: policy.Name}); err != nil {
+	if err := r.Client.List(ctx, enactments, client.MatchingLabels{shared.PolicyLabel: policy.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	w := &readyourwrites.Writes{}

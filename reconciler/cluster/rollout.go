@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -30,6 +32,9 @@ import (
 // DefaultSlotTimeout is how long a grant holds its slot while the node has not reported
 // the generation: a handler that died mid-apply frees it after this.
 const DefaultSlotTimeout = 5 * time.Minute
+
+// grantsInFlight bounds the grant writes one pass has in flight at once.
+const grantsInFlight = 16
 
 // clockSkew is how far ahead of this replica's clock a grant may be dated (another replica
 // wrote it) and still count: beyond it the clock was wrong, and the grant would otherwise
@@ -145,26 +150,36 @@ func (r *PolicyController) grantSlots(ctx context.Context, w *readyourwrites.Wri
 		return p, nil
 	}
 	grant := shared.FormatRolloutSlot(policy.Generation, now)
+	// The grants of a wave go out together: one at a time, a wave of 100 nodes waited
+	// out 100 round trips to a loaded API server before the next policy's.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(grantsInFlight)
 	for _, nodeName := range p.Grant {
 		i := slices.IndexFunc(enactments, func(e v1beta1.NodeNetworkConfigurationEnactment) bool {
 			return e.Labels[shared.NodeLabel] == nodeName
 		})
-		if i >= 0 {
-			e := enactments[i].DeepCopy()
-			before := e.DeepCopy()
-			metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, grant)
-			if err := r.Client.Patch(ctx, e, client.MergeFrom(before)); err != nil {
-				return p, err
+		g.Go(func() error {
+			if i >= 0 {
+				e := enactments[i].DeepCopy()
+				before := e.DeepCopy()
+				metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, grant)
+				if err := r.Client.Patch(gctx, e, client.MergeFrom(before)); err != nil {
+					return err
+				}
+				w.Wrote(e)
+				return nil
+			}
+			n := &nodes[slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Name == nodeName })]
+			e, err := r.createEnactment(gctx, n, policy, grant)
+			if err != nil {
+				return err
 			}
 			w.Wrote(e)
-			continue
-		}
-		n := &nodes[slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Name == nodeName })]
-		e, err := r.createEnactment(ctx, n, policy, grant)
-		if err != nil {
-			return p, err
-		}
-		w.Wrote(e)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return p, err
 	}
 	ctrl.LoggerFrom(ctx).Info("rollout slots granted", "policy", policy.Name, "generation", policy.Generation,
 		"nodes", p.Grant, "holding", len(p.Holding), "waiting", len(p.Waiting), "maxUnavailable", p.Max)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,6 +43,10 @@ type Handler struct {
 	// Degraded returns why the node's overlay is not in use, or "": policies applied
 	// then would become permanent, so none is.
 	Degraded func() (string, error)
+	// APIReader reads uncached: whether the policy of an enactment this cache has no
+	// policy for is gone, or only not seen yet (the controller created the enactment, and
+	// its watch was faster than the policies').
+	APIReader client.Reader
 	// Probes run after each apply, before its commit; a failure rolls the apply back.
 	Probes probe.Set
 	// Events, when set, tells operators on the policy when it failed on this node
@@ -200,7 +205,15 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 	sort.Slice(v.selected, func(i, j int) bool { return v.selected[i].Name < v.selected[j].Name })
 	for i := range enactments.Items {
 		e := &enactments.Items[i]
-		v.existing[e.Labels[shared.PolicyLabel]] = e
+		policy := e.Labels[shared.PolicyLabel]
+		if _, known := v.byName[policy]; !known {
+			if seen, err := h.policyNotSeenYet(ctx, policy); err != nil {
+				return nil, err
+			} else if seen {
+				continue // left alone until the policy's own event brings it
+			}
+		}
+		v.existing[policy] = e
 	}
 	if err := h.renderCaptures(ctx, v, time.Now()); err != nil {
 		return nil, err
@@ -214,6 +227,19 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 		}
 	}
 	return v, nil
+}
+
+// policyNotSeenYet: the policy of an enactment is not in the cache but exists (its event
+// has not arrived yet); otherwise its enactment is one of a policy gone, to delete.
+func (h *Handler) policyNotSeenYet(ctx context.Context, policy string) (bool, error) {
+	if h.APIReader == nil {
+		return false, nil
+	}
+	err := h.APIReader.Get(ctx, types.NamespacedName{Name: policy}, &nmstatev1.NodeNetworkConfigurationPolicy{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // snapshot is what Decide sees of the pass's view and of this process's memory.

@@ -41,8 +41,13 @@ type Reporter struct {
 	// Resync re-reads even without a signal, to heal a missed one. Default 10 minutes.
 	Resync time.Duration
 	// MinInterval spaces writes: changes during it are read and written together at its
-	// end, so a burst of applies is one write. Default 5 seconds.
+	// end, so a burst of applies is one write. It also bounds how long changes that keep
+	// coming wait for Quiet. Default 5 seconds.
 	MinInterval time.Duration
+	// Quiet: a change is read once no other came for this long, so an apply (a signal per
+	// device as it activates) or a node's rollout slots granted in a row is one write of
+	// where it ended, not of a step on the way. Default 1 second.
+	Quiet time.Duration
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).
@@ -51,9 +56,12 @@ func (r *Reporter) Start(ctx context.Context) error {
 	if resync <= 0 {
 		resync = 10 * time.Minute
 	}
-	minInterval := r.MinInterval
+	minInterval, quiet := r.MinInterval, r.Quiet
 	if minInterval <= 0 {
 		minInterval = 5 * time.Second
+	}
+	if quiet <= 0 {
+		quiet = time.Second
 	}
 	logger := log.FromContext(ctx).WithName("nns-reporter")
 	var lastWrite time.Time
@@ -72,12 +80,36 @@ func (r *Reporter) Start(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
+			if !r.settle(ctx, quiet, minInterval) {
+				return nil
+			}
 			select { // hold the change until the interval since the last write is over
 			case <-ctx.Done():
 				return nil
 			case <-time.After(time.Until(lastWrite.Add(minInterval))):
 			}
 		case <-time.After(resync):
+		}
+	}
+}
+
+// settle waits until no change came for quiet, or at most max after the first; false when
+// ctx ended or the changes closed.
+func (r *Reporter) settle(ctx context.Context, quiet, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	t := time.NewTimer(quiet)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case _, ok := <-r.Changes:
+			if !ok {
+				return false
+			}
+			t.Reset(min(quiet, time.Until(deadline)))
+		case <-t.C:
+			return true
 		}
 	}
 }

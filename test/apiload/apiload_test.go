@@ -124,6 +124,9 @@ func startCluster(tb testing.TB, nodes int) *cluster {
 	return c
 }
 
+// controllerUser is who the controller process authenticates as.
+const controllerUser = "nmoverlay-controller"
+
 // startController runs cmd/controller as its own process, with leader election as deployed.
 func (c *cluster) startController(tb testing.TB, dir string) {
 	tb.Cleanup(func() { _ = kit.RemoveBinaries() })
@@ -131,7 +134,7 @@ func (c *cluster) startController(tb testing.TB, dir string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	user, err := c.env.AddUser(envtest.User{Name: "nmoverlay-controller", Groups: []string{"system:masters"}}, nil)
+	user, err := c.env.AddUser(envtest.User{Name: controllerUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -262,8 +265,11 @@ func (c *cluster) converged(pairs, policies int) (bool, error) {
 
 // auditEvent is what the count needs of an audit.k8s.io/v1 Event.
 type auditEvent struct {
-	Verb           string `json:"verb"`
-	UserAgent      string `json:"userAgent"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
 	ObjectRef      *struct{ Resource, Subresource string }
 	ResponseStatus *struct{ Code int }
 	Received       metav1.MicroTime `json:"requestReceivedTimestamp"`
@@ -319,7 +325,7 @@ func (c *cluster) count(tb testing.TB, from, to time.Time) (handlers, controller
 		switch {
 		case strings.HasPrefix(e.UserAgent, "nmoverlay-handler/"):
 			handlers.add(e)
-		case strings.HasPrefix(e.UserAgent, "controller/"):
+		case e.User.Username == controllerUser: // its binary's name is in its user agent
 			controller.add(e)
 		}
 	}

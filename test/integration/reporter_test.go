@@ -114,6 +114,34 @@ var _ = Describe("the NodeNetworkState reporter", func() {
 		Consistently(func() string { return n.nns().ResourceVersion }, "1s").Should(Equal(version))
 	})
 
+	It("writes a burst of changes once, where it ended, and an isolated change within its quiet second", func() {
+		n := startReporter()
+		n.reported()
+		time.Sleep(1100 * time.Millisecond) // past its write spacing (MinInterval 1 s here)
+		version := n.nns().ResourceVersion
+		seen := map[string]bool{}
+		watchVersions := func() {
+			if s := n.nns(); s != nil {
+				seen[s.ResourceVersion] = true
+			}
+		}
+		// An apply: a signal per device as it activates, 200 ms apart.
+		for _, m := range []int{1400, 1450, 1480, 9000} {
+			n.set(state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(m)}}})
+			watchVersions()
+			time.Sleep(200 * time.Millisecond)
+		}
+		Eventually(func() string { watchVersions(); return string(n.nns().Status.CurrentState.Raw) }, "5s", "50ms").Should(ContainSubstring(`"mtu":9000`))
+		delete(seen, version)
+		Expect(seen).To(HaveLen(1), "one write for the burst, of its end")
+
+		time.Sleep(1100 * time.Millisecond)
+		start := time.Now()
+		n.set(state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Down, MTU: mtu(9000)}}})
+		Eventually(func() string { return string(n.nns().Status.CurrentState.Raw) }, "5s", "20ms").Should(ContainSubstring(`"state":"down"`))
+		Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second), "an isolated change waits its quiet second, not the spacing")
+	})
+
 	It("writes the new state when it changed", func() {
 		n := startReporter()
 		n.reported()

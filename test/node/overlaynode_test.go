@@ -177,7 +177,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 		return nil, err
 	}
 	engine := node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
-	h := &node.Handler{Client: mgr.GetClient(), NodeName: nodeName,
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: nodeName, APIReader: mgr.GetAPIReader(),
 		Backend:  engine,
 		BootID:   o.bootID,
 		Degraded: o.degraded,

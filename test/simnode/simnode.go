@@ -184,7 +184,7 @@ func (n *Node) Start() error {
 	if err != nil {
 		return err
 	}
-	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine,
+	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine, APIReader: mgr.GetAPIReader(),
 		Events:   mgr.GetEventRecorder("nmoverlay-handler"),
 		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
 		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
