@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +28,7 @@ import (
 )
 
 // concurrentPolicies is how many policies are reconciled at once.
-const concurrentPolicies = 4
+const concurrentPolicies = 8
 
 // PolicyController reconciles each policy in two phases: the rollout (rollout.go: grant
 // free slots) and its status (policy_status.go).
@@ -46,6 +47,10 @@ type PolicyController struct {
 
 	mu           sync.Mutex
 	lastProgress map[string]time.Time // by policy
+	// unobserved: each policy's writes its cache has not shown yet. A pass never grants on
+	// a cache without the previous pass's grants: it would grant a slot twice, or create a
+	// node's enactment again under another name.
+	unobserved map[string]*readyourwrites.Writes
 }
 
 // SetupWithManager runs on policy changes, on enactment changes (mapped to their policy by
@@ -87,8 +92,16 @@ func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile grants the policy's free rollout slots, then writes its status. It returns
 // once its cache shows its writes, so the next pass never grants a slot twice.
 func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w := r.writesOf(req.Name)
+	if !w.Await(ctx, r.Client) {
+		ctrl.LoggerFrom(ctx).V(1).Info("the cache has not shown this policy's last grants yet; deciding later", "policy", req.Name)
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	// Read-only views of the cache (no copy of every Node and enactment in each pass): the
@@ -101,9 +114,8 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.List(ctx, enactments, client.MatchingLabels{shared.PolicyLabel: policy.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
-	w := &readyourwrites.Writes{}
 	slots, err := r.grantSlots(ctx, w, policy, nodes.Items, enactments.Items, time.Now())
-	w.Await(ctx, r.Client)
+	w.Await(ctx, r.Client) // what it does not see yet, the next pass waits for
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -112,6 +124,27 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: soonest(slots.Recheck, statusWait)}, nil
+}
+
+// writesOf is the policy's record of writes not yet seen in the cache.
+func (r *PolicyController) writesOf(policy string) *readyourwrites.Writes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unobserved == nil {
+		r.unobserved = map[string]*readyourwrites.Writes{}
+	}
+	if r.unobserved[policy] == nil {
+		r.unobserved[policy] = &readyourwrites.Writes{}
+	}
+	return r.unobserved[policy]
+}
+
+// forget drops a deleted policy's records.
+func (r *PolicyController) forget(policy string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.unobserved, policy)
+	delete(r.lastProgress, policy)
 }
 
 // soonest is the earliest of the phases' times to look again (0: none).

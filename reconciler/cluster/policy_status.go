@@ -86,9 +86,18 @@ func trueCondition(conds []metav1.Condition) *metav1.Condition {
 // from the enactments of its current generation on the nodes it selects; waiting is how
 // many of them wait for a rollout slot.
 func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, waiting int) {
+	// A node's enactment that reports the current generation counts, should it have more
+	// than one (a forged one, or one left from an older controller).
+	reports := func(e *v1beta1.NodeNetworkConfigurationEnactment) bool {
+		return e.Status.PolicyGeneration == policy.Generation && (shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") ||
+			shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, ""))
+	}
 	byNode := map[string]*v1beta1.NodeNetworkConfigurationEnactment{}
 	for i := range enactments {
-		byNode[enactments[i].Labels[shared.NodeLabel]] = &enactments[i]
+		node := enactments[i].Labels[shared.NodeLabel]
+		if e, ok := byNode[node]; !ok || !reports(e) {
+			byNode[node] = &enactments[i]
+		}
 	}
 	matching, available, failing := 0, 0, 0
 	for _, n := range nodes {

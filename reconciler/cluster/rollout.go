@@ -194,7 +194,12 @@ func (r *PolicyController) createEnactment(ctx context.Context, n *corev1.Node, 
 	grant string) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
 	name := shared.EnactmentKey(n.Name, policy.Name)
 	taken := &v1beta1.NodeNetworkConfigurationEnactment{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, taken); err == nil {
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, taken)
+	if err == nil && taken.Labels[shared.NodeLabel] == n.Name && taken.Labels[shared.PolicyLabel] == policy.Name {
+		// The node's own, which the list did not hold: never a second enactment for it.
+		return taken, nil
+	}
+	if err == nil {
 		name += "-" + randomSuffix()
 		ctrl.LoggerFrom(ctx).Info("enactment name taken by another pair's enactment; using another name", "node", n.Name,
 			"policy", policy.Name, "taken", taken.Name, "takenBy", taken.Labels[shared.NodeLabel]+"/"+taken.Labels[shared.PolicyLabel], "name", name)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -115,14 +116,7 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, toNode, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Its own writes (status) do not wake it; a grant, a new enactment (the controller
 		// creates each with its grant) and a deleted one (by hand, or a policy gone) do.
-		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, toNode, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return true },
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.GetAnnotations()[shared.RolloutSlotAnnotation] != e.ObjectNew.GetAnnotations()[shared.RolloutSlotAnnotation]
-			},
-			DeleteFunc:  func(event.DeleteEvent) bool { return true },
-			GenericFunc: func(event.GenericEvent) bool { return false },
-		}))
+		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, h.onEnactment())
 	if h.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(h.Wake, toNode))
 	}
@@ -150,6 +144,29 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(changed, toNode))
 	}
 	return b.Complete(h)
+}
+
+// grantGathering is how long a pass woken by a rollout slot grant waits for the node's
+// other grants: the controller grants each policy's slots on its own, and policies created
+// together would otherwise cost a transaction (and its probes) each.
+const grantGathering = time.Second
+
+// onEnactment wakes the handler on its enactments' grants (gathered for grantGathering:
+// policies granted together are applied in one transaction) and at once on a deletion.
+func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: h.NodeName}}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[client.Object], q queue) {
+			q.AddAfter(req, grantGathering)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			if e.ObjectOld.GetAnnotations()[shared.RolloutSlotAnnotation] != e.ObjectNew.GetAnnotations()[shared.RolloutSlotAnnotation] {
+				q.AddAfter(req, grantGathering)
+			}
+		},
+		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[client.Object], q queue) { q.Add(req) },
+	}
 }
 
 // Reconcile brings the node to the merged state of its policies when anything is not

@@ -87,6 +87,16 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	rss, hwm, nmRSS := kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
 	fmt.Printf("handler process, steady state on a node with 200 interfaces (one policy applied, state reported): RSS %.1f MiB (%.1f MiB anonymous, %.1f MiB of the binary and files), peak %.1f MiB\n",
 		rss, kit.ProcStatusKiB(pid, "RssAnon")/1024, kit.ProcStatusKiB(pid, "RssFile")/1024, hwm)
+	mib := func(metric string) float64 {
+		v, err := n.handlerMetric(metric)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v / (1 << 20)
+	}
+	fmt.Printf("  Go's own: heap in use %.1f MiB, idle %.1f MiB (of it returned to the kernel %.1f MiB), stacks %.1f MiB, runtime %.1f MiB\n",
+		mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_idle_bytes"), mib("go_memstats_heap_released_bytes"),
+		mib("go_memstats_stack_inuse_bytes"), mib("go_memstats_sys_bytes")-mib("go_memstats_heap_sys_bytes")-mib("go_memstats_stack_sys_bytes"))
 	fmt.Printf("  same node's NetworkManager: RSS %.1f MiB (handler/NetworkManager %.2fx)\n", nmRSS, rss/nmRSS)
 	fmt.Printf("  peer: upstream kubernetes-nmstate handler %.0f MiB RSS with no real interfaces (FIELD-NOTES section 6; %.2fx), requests %.0f MiB\n",
 		peerHandlerRSSMiB, rss/peerHandlerRSSMiB, peerHandlerRequestMiB)
