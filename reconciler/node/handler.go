@@ -85,6 +85,8 @@ type Handler struct {
 	// be what restores them, and a probe dropped because our own change broke it would let
 	// the next try commit a broken network.
 	keptProbes map[string]bool
+	// writes: what passes wrote that the cache has not shown yet.
+	writes readyourwrites.Writes
 	// waitLogged: the generation of each policy last logged as waiting for a slot.
 	waitLogged map[string]int64
 	// unrestored: NetworkManager could not roll back an apply (its checkpoint was lost)
@@ -173,9 +175,14 @@ func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconci
 // up to date: a new or changed policy, a label change, a new boot. It returns once its
 // cache shows what it wrote, so the next pass never decides on stale enactments.
 func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	w := &readyourwrites.Writes{}
-	res, err := h.reconcile(ctx, w)
-	w.Await(ctx, h.Client)
+	if !h.writes.Await(ctx, h.Client) {
+		// A cache still without the last pass's writes (an API server dropping watches)
+		// would have this pass write them again, or conflict.
+		ctrl.LoggerFrom(ctx).V(1).Info("the cache has not shown this node's last writes yet; deciding later", "node", h.NodeName)
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	res, err := h.reconcile(ctx, &h.writes)
+	h.writes.Await(ctx, h.Client)
 	return res, err
 }
 
