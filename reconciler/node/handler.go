@@ -151,7 +151,7 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 // grantGathering is how long a pass woken by a rollout slot grant waits for the node's
 // other grants: the controller grants each policy's slots on its own, and policies created
 // together would otherwise cost a transaction (and its probes) each.
-const grantGathering = time.Second
+const grantGathering = 2 * time.Second
 
 // onEnactment wakes the handler on its enactments' grants (gathered for grantGathering:
 // policies granted together are applied in one transaction) and at once on a deletion.
