@@ -4,11 +4,9 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +18,6 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
@@ -103,64 +100,4 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	b.ReportMetric(rss, "MiB-rss")
 	b.ReportMetric(hwm, "MiB-peak")
 	b.ReportMetric(rss/nmRSS, "handler/NM")
-}
-
-// Upstream kubernetes-nmstate's handler polls the node's state every 60 s (FIELD-NOTES
-// section 6), so an out-of-band change takes up to a minute to show: 66 s measured (issue 18).
-const peerNNSWorstSeconds = 66.0
-
-// BenchmarkNNSFreshness: on the same 200-interface node, how long after an out-of-band
-// change (ip link set down / up) the NodeNetworkState shows it: a change after a quiet
-// spell (the reporter writes on the leading edge) and a change right after a write (it
-// waits out the reporter's spacing); then the NodeNetworkState writes in an idle minute.
-// Run with -benchtime 1x.
-func BenchmarkNNSFreshness(b *testing.B) {
-	ctx := context.Background()
-	n := startNode200(b, "fresh")
-	time.Sleep(6 * time.Second) // past the reporter's spacing
-	linkState := func(iface string) string {
-		var s state.State
-		_ = json.Unmarshal([]byte(n.stateRaw()), &s)
-		for _, it := range s.Interfaces {
-			if it.Name == iface {
-				return string(it.State)
-			}
-		}
-		return ""
-	}
-	flip := func(i int) time.Duration {
-		want := []string{"down", "up"}[i%2]
-		start := time.Now()
-		if _, err := n.Run(ctx, "ip", "link", "set", "v1", want); err != nil {
-			b.Fatal(err)
-		}
-		waitUntil(b, time.Minute, func() (bool, error) { return linkState("v1") == want, nil }, func() string { return "v1 never " + want })
-		return time.Since(start)
-	}
-	var quiet, rapid []time.Duration
-	for i := range 6 {
-		quiet = append(quiet, flip(i))
-		rapid = append(rapid, flip(i+1)) // right after the write that showed the first
-		time.Sleep(6 * time.Second)
-	}
-	writes := func() float64 {
-		v, err := n.handlerMetric("nmoverlay_nodenetworkstate_writes_total")
-		if err != nil {
-			b.Fatal(err)
-		}
-		return v
-	}
-	const idle = time.Minute
-	before := writes()
-	time.Sleep(idle)
-	idleWrites := writes() - before
-	fmt.Printf("NodeNetworkState freshness on a node with 200 interfaces (ip link set v1 down/up, median of %d):\n", len(quiet))
-	fmt.Printf("  after a quiet spell %v (max %v); right after another write %v (max %v: the reporter spaces writes)\n",
-		kit.Median(quiet).Round(time.Millisecond), slices.Max(quiet).Round(time.Millisecond),
-		kit.Median(rapid).Round(time.Millisecond), slices.Max(rapid).Round(time.Millisecond))
-	fmt.Printf("  idle node: %.0f writes in %v; peer: upstream kubernetes-nmstate up to %.0f s (worst case here vs peer %.3fx)\n",
-		idleWrites, idle, peerNNSWorstSeconds, slices.Max(append(quiet, rapid...)).Seconds()/peerNNSWorstSeconds)
-	b.ReportMetric(kit.Median(quiet).Seconds(), "s-fresh-quiet")
-	b.ReportMetric(kit.Median(rapid).Seconds(), "s-fresh-rapid")
-	b.ReportMetric(idleWrites*float64(time.Hour/idle), "idle-writes/h")
 }
