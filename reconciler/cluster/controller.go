@@ -114,12 +114,14 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.List(ctx, enactments, client.MatchingLabels{shared.PolicyLabel: policy.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
+	// One record of the pass's writes, grants and status: what the cache does not show
+	// once the pass ends, the next pass waits for.
+	defer w.Await(ctx, r.Client)
 	slots, err := r.grantSlots(ctx, w, policy, nodes.Items, enactments.Items, time.Now())
-	w.Await(ctx, r.Client) // what it does not see yet, the next pass waits for
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	statusWait, err := r.writeStatus(ctx, policy, nodes.Items, enactments.Items, slots)
+	statusWait, err := r.writeStatus(ctx, w, policy, nodes.Items, enactments.Items, slots)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

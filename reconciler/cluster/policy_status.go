@@ -16,10 +16,11 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 )
 
-// writeStatus writes the policy's conditions, only when they change, and returns once
-// its cache shows the write (the next pass compares against it). A write that only moves
-// the counts of a Progressing policy waits out ProgressInterval (the returned requeue).
-func (r *PolicyController) writeStatus(ctx context.Context, policy *nmstatev1.NodeNetworkConfigurationPolicy,
+// writeStatus writes the policy's conditions, only when they change, and records the write
+// in w (the next pass compares against it, so it waits for the cache to show it). A write
+// that only moves the counts of a Progressing policy waits out ProgressInterval (the
+// returned requeue).
+func (r *PolicyController) writeStatus(ctx context.Context, w *readyourwrites.Writes, policy *nmstatev1.NodeNetworkConfigurationPolicy,
 	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, slots slotPlan) (time.Duration, error) {
 	before := policy.Status.DeepCopy()
 	Summarize(policy, nodes, enactments, len(slots.Waiting))
@@ -35,9 +36,7 @@ func (r *PolicyController) writeStatus(ctx context.Context, policy *nmstatev1.No
 	if err := r.Client.Status().Update(ctx, policy); err != nil {
 		return 0, err
 	}
-	w := &readyourwrites.Writes{}
 	w.Wrote(policy)
-	w.Await(ctx, r.Client)
 	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name, "generation", policy.Generation)
 	if was == nil || was.Type != now.Type {
 		log.Info("policy status", "status", now.Type, "reason", now.Reason, "message", now.Message)
