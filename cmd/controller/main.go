@@ -62,7 +62,7 @@ func run(cfg *rest.Config, leaderElect bool, leaseNamespace string, metrics metr
 	if err := serving.AddPing(mgr); err != nil {
 		return err
 	}
-	if err := (&cluster.PolicyController{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
+	if err := (&cluster.PolicyController{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -34,6 +34,9 @@ const concurrentPolicies = 8
 // free slots) and its status (policy_status.go).
 type PolicyController struct {
 	Client client.Client
+	// APIReader reads uncached: whether a write the cache never showed was superseded
+	// (etcd restored to before it), so no pass waits for it.
+	APIReader client.Reader
 	// Events, when set, tells operators once per policy when it became Available or
 	// Degraded (the handlers tell each node's failure).
 	Events events.EventRecorder
@@ -93,7 +96,7 @@ func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
 // once its cache shows its writes, so the next pass never grants a slot twice.
 func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	w := r.writesOf(req.Name)
-	if !w.Await(ctx, r.Client) {
+	if !w.Await(ctx, r.Client, r.APIReader) {
 		ctrl.LoggerFrom(ctx).V(1).Info("the cache has not shown this policy's last grants yet; deciding later", "policy", req.Name)
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
@@ -116,7 +119,7 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	// One record of the pass's writes, grants and status: what the cache does not show
 	// once the pass ends, the next pass waits for.
-	defer w.Await(ctx, r.Client)
+	defer w.Await(ctx, r.Client, r.APIReader)
 	slots, err := r.grantSlots(ctx, w, policy, nodes.Items, enactments.Items, time.Now())
 	if err != nil {
 		return reconcile.Result{}, err

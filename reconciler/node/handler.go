@@ -46,7 +46,8 @@ type Handler struct {
 	Degraded func() (string, error)
 	// APIReader reads uncached: whether the policy of an enactment this cache has no
 	// policy for is gone, or only not seen yet (the controller created the enactment, and
-	// its watch was faster than the policies').
+	// its watch was faster than the policies'); and whether a write the cache never
+	// showed was superseded (etcd restored to before it), so no pass waits for it.
 	APIReader client.Reader
 	// Probes run after each apply, before its commit; a failure rolls the apply back.
 	Probes probe.Set
@@ -175,14 +176,14 @@ func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconci
 // up to date: a new or changed policy, a label change, a new boot. It returns once its
 // cache shows what it wrote, so the next pass never decides on stale enactments.
 func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !h.writes.Await(ctx, h.Client) {
+	if !h.writes.Await(ctx, h.Client, h.APIReader) {
 		// A cache still without the last pass's writes (an API server dropping watches)
 		// would have this pass write them again, or conflict.
 		ctrl.LoggerFrom(ctx).V(1).Info("the cache has not shown this node's last writes yet; deciding later", "node", h.NodeName)
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	res, err := h.reconcile(ctx, &h.writes)
-	h.writes.Await(ctx, h.Client)
+	h.writes.Await(ctx, h.Client, h.APIReader)
 	return res, err
 }
 

@@ -31,9 +31,9 @@ type write struct {
 	at      time.Time
 }
 
-// Forget is how long a write the cache never showed is kept for a later Await: by then
-// the object was deleted by another before the cache saw it, and waiting longer would
-// stop the reconciler for good.
+// Forget is how long a write the cache never showed is kept for a later Await, when the
+// API server cannot be asked what superseded it: waiting longer would stop the reconciler
+// for good.
 const Forget = time.Minute
 
 // Wrote records obj as the API server returned it from a create or update.
@@ -55,53 +55,92 @@ func (w *Writes) record(wr write) {
 	w.written[client.ObjectKeyFromObject(wr.obj)] = wr
 }
 
-// Await returns once cache serves every recorded write (the same resourceVersion, or
-// NotFound for a delete), or after Timeout. It reports whether the cache caught up; the
-// writes it did not see stay recorded, for a later Await (a reconciler that must never
-// decide on a cache without its own writes waits for them before its next decision).
-func (w *Writes) Await(ctx context.Context, cache client.Reader) bool {
+// Await returns once cache serves every recorded write, or after Timeout. It reports
+// whether the cache caught up; the writes it did not see stay recorded, for a later Await
+// (a reconciler that must never decide on a cache without its own writes waits for them
+// before its next decision).
+//
+// A write the cache does not show after Timeout is looked up in live (uncached; nil for
+// none): when the cache already serves what the API server holds now, the write was
+// superseded and will never show (another deleted the object, or etcd was restored to
+// before the write), so it is not waited for.
+func (w *Writes) Await(ctx context.Context, cache, live client.Reader) bool {
 	w.mu.Lock()
 	pending := w.written
 	w.written = nil
 	w.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	waiting, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	for _, want := range pending {
-		err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if wait.PollUntilContextCancel(waiting, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			return observed(ctx, cache, want), nil
-		})
-		if err != nil { // Timeout: keep what is not seen yet
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			for k, wr := range pending {
-				if _, newer := w.written[k]; !newer && time.Since(wr.at) < Forget && !observed(context.Background(), cache, wr) {
-					if w.written == nil {
-						w.written = map[client.ObjectKey]write{}
-					}
-					w.written[k] = wr
-				}
-			}
-			return false
+		}) != nil {
+			break
 		}
 	}
-	return true
+	unseen := map[client.ObjectKey]write{}
+	for k, wr := range pending {
+		if !observed(ctx, cache, wr) && !superseded(ctx, cache, live, wr) && time.Since(wr.at) < Forget {
+			unseen[k] = wr
+		}
+	}
+	if len(unseen) == 0 {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil {
+		w.written = map[client.ObjectKey]write{}
+	}
+	for k, wr := range unseen {
+		if _, newer := w.written[k]; !newer {
+			w.written[k] = wr
+		}
+	}
+	return false
 }
 
-// observed: the cache holds the object at the resourceVersion written, or none if deleted.
+// observed: the cache holds the object at the resourceVersion written or later, or none
+// if deleted; or it holds another object of that name (deleted and created again since).
 func observed(ctx context.Context, cache client.Reader, want write) bool {
 	got := want.obj.DeepCopyObject().(client.Object)
 	err := cache.Get(ctx, client.ObjectKeyFromObject(want.obj), got)
-	if want.deleted {
-		return apierrors.IsNotFound(err)
-	}
 	if err != nil {
+		return want.deleted && apierrors.IsNotFound(err)
+	}
+	if got.GetUID() != want.obj.GetUID() {
+		return true
+	}
+	return !want.deleted && atOrAfter(got, want.obj)
+}
+
+// superseded: the cache serves the object as the API server holds it now (or both have
+// none), so nothing written before is still to come.
+func superseded(ctx context.Context, cache, live client.Reader, want write) bool {
+	if live == nil {
 		return false
 	}
-	// Another writer may have moved the object on since: a version at or after ours shows
-	// our write too (resource versions are comparable, KEP-5504).
-	cmp, cerr := resourceversion.CompareResourceVersion(got.GetResourceVersion(), want.obj.GetResourceVersion())
-	if cerr != nil {
-		return got.GetResourceVersion() == want.obj.GetResourceVersion()
+	key := client.ObjectKeyFromObject(want.obj)
+	now := want.obj.DeepCopyObject().(client.Object)
+	liveErr := live.Get(ctx, key, now)
+	if liveErr != nil && !apierrors.IsNotFound(liveErr) {
+		return false
+	}
+	cached := want.obj.DeepCopyObject().(client.Object)
+	cacheErr := cache.Get(ctx, key, cached)
+	if apierrors.IsNotFound(liveErr) {
+		return apierrors.IsNotFound(cacheErr)
+	}
+	return cacheErr == nil && cached.GetUID() == now.GetUID() && atOrAfter(cached, now)
+}
+
+// atOrAfter: got is the version of want or a later one. Another writer may have moved the
+// object on since: a later version shows our write too (resource versions are comparable,
+// KEP-5504).
+func atOrAfter(got, want client.Object) bool {
+	cmp, err := resourceversion.CompareResourceVersion(got.GetResourceVersion(), want.GetResourceVersion())
+	if err != nil {
+		return got.GetResourceVersion() == want.GetResourceVersion()
 	}
 	return cmp >= 0
 }

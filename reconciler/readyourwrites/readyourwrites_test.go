@@ -9,44 +9,53 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// cache serves one ConfigMap at a resourceVersion ("" for none).
-type cache struct{ version string }
+// store serves one ConfigMap at a resourceVersion ("" for none), of a UID ("a" unless
+// set).
+type store struct{ version, uid string }
 
-func (c *cache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if c.version == "" {
+func (s *store) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if s.version == "" {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
 	}
-	obj.SetResourceVersion(c.version)
+	obj.SetResourceVersion(s.version)
+	obj.SetUID(types.UID(s.uid))
+	if s.uid == "" {
+		obj.SetUID("a")
+	}
 	return nil
 }
 
-func (c *cache) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+func (s *store) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
 func configMap(version string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: version}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: version, UID: "a"}}
+}
+
+func short(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func TestAwait(t *testing.T) {
-	short := func() context.Context {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		t.Cleanup(cancel)
-		return ctx
-	}
 	for _, tc := range []struct {
 		name    string
-		cached  string
+		cached  store
 		deleted bool
 		want    bool
 	}{
-		{name: "the cache at the version written", cached: "120", want: true},
-		{name: "the cache past it: another writer moved the object on", cached: "135", want: true},
-		{name: "the cache before it", cached: "99", want: false},
-		{name: "not in the cache yet", cached: "", want: false},
-		{name: "a delete, gone from the cache", cached: "", deleted: true, want: true},
-		{name: "a delete, still in the cache", cached: "99", deleted: true, want: false},
+		{name: "the cache at the version written", cached: store{version: "120"}, want: true},
+		{name: "the cache past it: another writer moved the object on", cached: store{version: "135"}, want: true},
+		{name: "the cache before it", cached: store{version: "99"}, want: false},
+		{name: "not in the cache yet", cached: store{}, want: false},
+		{name: "another object of the name: deleted and created again since", cached: store{version: "140", uid: "b"}, want: true},
+		{name: "a delete, gone from the cache", cached: store{}, deleted: true, want: true},
+		{name: "a delete, still in the cache", cached: store{version: "120"}, deleted: true, want: false},
+		{name: "a delete, the name created again since", cached: store{version: "140", uid: "b"}, deleted: true, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &Writes{}
@@ -55,8 +64,8 @@ func TestAwait(t *testing.T) {
 			} else {
 				w.Wrote(configMap("120"))
 			}
-			c := &cache{version: tc.cached}
-			if got := w.Await(short(), c); got != tc.want {
+			c := tc.cached
+			if got := w.Await(short(t), &c, nil); got != tc.want {
 				t.Fatalf("Await = %v, want %v", got, tc.want)
 			}
 			if tc.want {
@@ -67,11 +76,47 @@ func TestAwait(t *testing.T) {
 			if tc.deleted {
 				c.version = ""
 			}
-			if !w.Await(short(), c) {
+			if !w.Await(short(t), &c, nil) {
 				t.Error("a later Await did not see the write the cache now shows")
 			}
-			if !w.Await(short(), &cache{version: "1"}) {
+			if !w.Await(short(t), &store{version: "1"}, nil) {
 				t.Error("a write seen once is awaited again")
+			}
+		})
+	}
+}
+
+// TestAwaitSuperseded: a write the cache does not show is not waited for when the cache
+// serves what the API server holds now; and is while the cache lags the API server.
+func TestAwaitSuperseded(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		deleted      bool
+		cached, live store
+		want         bool
+	}{
+		{name: "written, the cache behind the API server", cached: store{version: "99"}, live: store{version: "120"}, want: false},
+		{name: "written, deleted by another since", cached: store{}, live: store{}, want: true},
+		{name: "written, deleted by another, the cache still behind", cached: store{version: "99"}, live: store{}, want: false},
+		{name: "written, etcd restored to before the write", cached: store{version: "80"}, live: store{version: "80"}, want: true},
+		{name: "written, etcd restored to before the object", cached: store{}, live: store{}, want: true},
+		{name: "deleted, the cache behind the API server", deleted: true, cached: store{version: "120"}, live: store{}, want: false},
+		{name: "deleted, etcd restored to before the delete", deleted: true, cached: store{version: "120"}, live: store{version: "120"}, want: true},
+		{name: "deleted, etcd restored, the cache not relisted yet", deleted: true, cached: store{}, live: store{version: "120"}, want: true},
+		{name: "deleted, restored, the cache behind", deleted: true, cached: store{version: "100"}, live: store{version: "120"}, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Writes{}
+			if tc.deleted {
+				w.Deleted(configMap("120"))
+			} else {
+				w.Wrote(configMap("120"))
+			}
+			if got := w.Await(short(t), &tc.cached, &tc.live); got != tc.want {
+				t.Fatalf("Await = %v, want %v", got, tc.want)
+			}
+			if got := w.Await(short(t), &tc.cached, &tc.live); got != tc.want {
+				t.Errorf("a second Await = %v, want %v (kept while not superseded)", got, tc.want)
 			}
 		})
 	}
@@ -79,14 +124,11 @@ func TestAwait(t *testing.T) {
 
 func TestAwaitForgetsWritesNeverSeen(t *testing.T) {
 	w := &Writes{}
-	w.Wrote(configMap("120"))
-	w.written[client.ObjectKey{Namespace: "ns", Name: "cm"}] = write{obj: configMap("120"), at: time.Now().Add(-Forget - time.Second)}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if w.Await(ctx, &cache{}) {
-		t.Fatal("Await saw a write the cache never showed")
+	w.written = map[client.ObjectKey]write{{Namespace: "ns", Name: "cm"}: {obj: configMap("120"), at: time.Now().Add(-Forget - time.Second)}}
+	if !w.Await(short(t), &store{}, &store{version: "120"}) {
+		t.Fatal("a write older than Forget still holds the reconciler")
 	}
-	if !w.Await(context.Background(), &cache{}) {
-		t.Error("a write older than Forget still holds the reconciler")
+	if len(w.written) != 0 {
+		t.Errorf("kept %v", w.written)
 	}
 }

@@ -23,7 +23,7 @@ func StartController(cfg *rest.Config, scheme *kruntime.Scheme) (stop func() err
 	if err != nil {
 		return nil, err
 	}
-	if err := (&cluster.PolicyController{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
+	if err := (&cluster.PolicyController{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
