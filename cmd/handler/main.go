@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -160,6 +161,9 @@ func run(o options) error {
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
 		Drift:   h.Drifted,
 	}); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(trimAfterBursts)); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

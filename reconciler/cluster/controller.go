@@ -42,7 +42,7 @@ type PolicyController struct {
 	Events events.EventRecorder
 	// ProgressInterval spaces writes that only move the counts of a Progressing
 	// policy ("3/20 nodes configured"): a rollout over 200 nodes is not 200 writes.
-	// Changes of condition are written at once. Default 1 second.
+	// Changes of condition are written at once. Default DefaultProgressInterval.
 	ProgressInterval time.Duration
 	// SlotTimeout is how long a grant holds its slot while the node has not reported the
 	// generation. Default DefaultSlotTimeout.

@@ -54,11 +54,15 @@ func (r *PolicyController) writeStatus(ctx context.Context, w *readyourwrites.Wr
 	return 0, nil
 }
 
+// DefaultProgressInterval: the counts are for someone watching a rollout, who needs no
+// more than one update every 2 s.
+const DefaultProgressInterval = 2 * time.Second
+
 // progressWait is how long a counts-only write must wait; any write restarts the interval.
 func (r *PolicyController) progressWait(policy string, countsOnly bool) time.Duration {
 	interval := r.ProgressInterval
 	if interval <= 0 {
-		interval = time.Second
+		interval = DefaultProgressInterval
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,7 @@ type node200 struct {
 	k8s      client.Client
 	name     string
 	pid      int
+	bin      string // the handler's binary
 	stateRaw func() string
 }
 
@@ -56,7 +59,7 @@ func startNode200(b *testing.B, nodeName string) *node200 {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
-	nd := &node200{overlayNode: n, k8s: k8s, name: nodeName, pid: proc.Process.Pid}
+	nd := &node200{overlayNode: n, k8s: k8s, name: nodeName, pid: proc.Process.Pid, bin: handlerBin}
 	nd.stateRaw = func() string {
 		nns := &v1beta1.NodeNetworkState{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, nns); err != nil {
@@ -81,9 +84,19 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	n := startNode200(b, "rss")
 	time.Sleep(15 * time.Second) // steady state: nothing left to do
 	pid := n.pid
-	rss, hwm, nmRSS := kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
-	fmt.Printf("handler process, steady state on a node with 200 interfaces (one policy applied, state reported): RSS %.1f MiB (%.1f MiB anonymous, %.1f MiB of the binary and files), peak %.1f MiB\n",
-		rss, kit.ProcStatusKiB(pid, "RssAnon")/1024, kit.ProcStatusKiB(pid, "RssFile")/1024, hwm)
+	// Sampled over 10 s: what the heap holds depends on where the collector is in its cycle
+	// (each read of the node's state leaves garbage until the next collection).
+	var samples, anon, file []float64
+	for range 20 {
+		samples = append(samples, kit.ProcStatusKiB(pid, "VmRSS")/1024)
+		anon = append(anon, kit.ProcStatusKiB(pid, "RssAnon")/1024)
+		file = append(file, kit.ProcStatusKiB(pid, "RssFile")/1024)
+		time.Sleep(500 * time.Millisecond)
+	}
+	median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+	rss, hwm, nmRSS := median(samples), kit.ProcStatusKiB(pid, "VmHWM")/1024, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
+	fmt.Printf("handler process, steady state on a node with 200 interfaces (one policy applied, state reported): RSS %.1f MiB (median of %d samples over 10 s, %.1f to %.1f; %.1f MiB anonymous, %.1f MiB of the binary and files), peak %.1f MiB\n",
+		rss, len(samples), slices.Min(samples), slices.Max(samples), median(anon), median(file), hwm)
 	mib := func(metric string) float64 {
 		v, err := n.handlerMetric(metric)
 		if err != nil {
@@ -95,9 +108,44 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 		mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_idle_bytes"), mib("go_memstats_heap_released_bytes"),
 		mib("go_memstats_stack_inuse_bytes"), mib("go_memstats_sys_bytes")-mib("go_memstats_heap_sys_bytes")-mib("go_memstats_stack_sys_bytes"))
 	fmt.Printf("  same node's NetworkManager: RSS %.1f MiB (handler/NetworkManager %.2fx)\n", nmRSS, rss/nmRSS)
+	fmt.Printf("  binary %.1f MiB\n", fileMiB(b, n.bin))
+	for _, floor := range []struct{ cmd, links string }{
+		{"test/node/rssfloor/manager", "controller-runtime's manager, client and cache (what the handler links)"},
+		{"test/node/rssfloor/client", "controller-runtime's client and cache only"},
+		{"test/node/rssfloor/clientgo", "client-go's REST client and informers and core/v1, no controller-runtime"},
+	} {
+		bin, err := kit.Binary(floor.cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		floorRSS, anon, file := idleRSS(b, bin)
+		fmt.Printf("  floor: a process linking %s and doing nothing: RSS %.1f MiB (%.1f anonymous, %.1f of its binary's pages; binary %.1f MiB); the handler %.2fx\n",
+			floor.links, floorRSS, anon, file, fileMiB(b, bin), rss/floorRSS)
+	}
 	fmt.Printf("  peer: upstream kubernetes-nmstate handler %.0f MiB RSS with no real interfaces (FIELD-NOTES section 6; %.2fx), requests %.0f MiB\n",
 		peerHandlerRSSMiB, rss/peerHandlerRSSMiB, peerHandlerRequestMiB)
 	b.ReportMetric(rss, "MiB-rss")
 	b.ReportMetric(hwm, "MiB-peak")
 	b.ReportMetric(rss/nmRSS, "handler/NM")
+}
+
+// idleRSS runs bin, a program that does nothing, and reads its memory once it is idle:
+// RSS, anonymous and file-backed, in MiB.
+func idleRSS(b *testing.B, bin string) (rss, anon, file float64) {
+	cmd := exec.Command(bin)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	time.Sleep(2 * time.Second)
+	pid := cmd.Process.Pid
+	return kit.ProcStatusKiB(pid, "VmRSS") / 1024, kit.ProcStatusKiB(pid, "RssAnon") / 1024, kit.ProcStatusKiB(pid, "RssFile") / 1024
+}
+
+func fileMiB(b *testing.B, path string) float64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(fi.Size()) / (1 << 20)
 }
