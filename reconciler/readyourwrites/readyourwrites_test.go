@@ -35,6 +35,17 @@ func configMap(version string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: version, UID: "a"}}
 }
 
+// recorded is a record of one write of the ConfigMap at version 120, or of its delete.
+func recorded(deleted bool) *Writes {
+	w := &Writes{}
+	if deleted {
+		w.Deleted(configMap("120"))
+	} else {
+		w.Wrote(configMap("120"))
+	}
+	return w
+}
+
 func short(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	t.Cleanup(cancel)
@@ -58,12 +69,7 @@ func TestAwait(t *testing.T) {
 		{name: "a delete, the name created again since", cached: store{version: "140", uid: "b"}, deleted: true, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &Writes{}
-			if tc.deleted {
-				w.Deleted(configMap("120"))
-			} else {
-				w.Wrote(configMap("120"))
-			}
+			w := recorded(tc.deleted)
 			c := tc.cached
 			if got := w.Await(short(t), &c, nil); got != tc.want {
 				t.Fatalf("Await = %v, want %v", got, tc.want)
@@ -106,12 +112,7 @@ func TestAwaitSuperseded(t *testing.T) {
 		{name: "deleted, restored, the cache behind", deleted: true, cached: store{version: "100"}, live: store{version: "120"}, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &Writes{}
-			if tc.deleted {
-				w.Deleted(configMap("120"))
-			} else {
-				w.Wrote(configMap("120"))
-			}
+			w := recorded(tc.deleted)
 			if got := w.Await(short(t), &tc.cached, &tc.live); got != tc.want {
 				t.Fatalf("Await = %v, want %v", got, tc.want)
 			}
