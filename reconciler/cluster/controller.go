@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +52,10 @@ type PolicyController struct {
 
 	mu           sync.Mutex
 	lastProgress map[string]time.Time // by policy
+	// doubted: policies an enactment of which was deleted. Before its next pass creates an
+	// enactment for one, it asks the API server whether the policy is still there: its
+	// node deletes an enactment of a policy gone, which a cache may still hold.
+	doubted map[string]bool
 	// unobserved: each policy's writes its cache has not shown yet. A pass never grants on
 	// a cache without the previous pass's grants: it would grant a slot twice, or create a
 	// node's enactment again under another name.
@@ -60,12 +66,23 @@ type PolicyController struct {
 // label) and on Node changes of labels (what a policy selects) or readiness (who may hold
 // a slot).
 func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
-	byPolicyLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	toPolicy := func(o client.Object, q queue) {
 		if p := o.GetLabels()[shared.PolicyLabel]; p != "" {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: p}}}
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p}})
 		}
-		return nil
-	})
+	}
+	byPolicyLabel := handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) { toPolicy(e.Object, q) },
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) { toPolicy(e.ObjectNew, q) },
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			if p := e.Object.GetLabels()[shared.PolicyLabel]; p != "" {
+				r.doubt(p) // the pass this enqueues forgets it if the cache has the policy's delete
+			}
+			toPolicy(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) { toPolicy(e.Object, q) },
+	}
 	allPolicies := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &nmstatev1.NodeNetworkConfigurationPolicyList{}
 		if err := r.Client.List(ctx, list); err != nil {
@@ -121,6 +138,11 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	// once the pass ends, the next pass waits for.
 	defer w.Await(ctx, r.Client, r.APIReader)
 	slots, err := r.grantSlots(ctx, w, policy, nodes.Items, enactments.Items, time.Now())
+	if errors.Is(err, errPolicyGone) {
+		// Its delete reaches the cache soon; until then nothing is granted for it.
+		ctrl.LoggerFrom(ctx).Info("no rollout slot granted: "+err.Error(), "policy", policy.Name, "generation", policy.Generation)
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -150,6 +172,30 @@ func (r *PolicyController) forget(policy string) {
 	defer r.mu.Unlock()
 	delete(r.unobserved, policy)
 	delete(r.lastProgress, policy)
+	delete(r.doubted, policy)
+}
+
+// doubt marks a policy to be looked up in the API server before enactments are created for
+// it; isDoubted reports the mark, and believe clears it once the API server has the policy.
+func (r *PolicyController) doubt(policy string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.doubted == nil {
+		r.doubted = map[string]bool{}
+	}
+	r.doubted[policy] = true
+}
+
+func (r *PolicyController) isDoubted(policy string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.doubted[policy]
+}
+
+func (r *PolicyController) believe(policy string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.doubted, policy)
 }
 
 // soonest is the earliest of the phases' times to look again (0: none).
