@@ -375,18 +375,8 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 	for _, stage := range stages(toActivate, pl) {
 		var targets []activation
 		for _, t := range stage {
-			if err := c.activate(ctx, &t); err != nil {
-				// NetworkManager cancels a request whose device is being released by its
-				// controller at that moment (an OVS bridge activated again): asked again,
-				// once, as a dropped activation is.
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(250 * time.Millisecond):
-				}
-				if err := c.activate(ctx, &t); err != nil {
-					return fmt.Errorf("%s: activating: %w", t.name, err)
-				}
+			if err := c.activateAgainOnce(ctx, &t); err != nil {
+				return fmt.Errorf("%s: activating: %w", t.name, err)
 			}
 			if t.ovs {
 				ovs = append(ovs, t)
@@ -523,6 +513,23 @@ func drifted(current func() (state.State, error), it state.Interface, desired st
 // activation it started.
 func (c *Client) activate(ctx context.Context, t *activation) error {
 	return c.call(ctx, nmdbus.Path, nmdbus.Iface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active)
+}
+
+// activateAgainOnce activates t, and asks again once 250 ms after a refusal: NetworkManager
+// refuses a request whose device is in passing at that moment, being released by its
+// controller (an OVS bridge activated again), or whose controller was just created by a
+// port's activation and is not yet managed ("Master device 'bond0' can't be activated:
+// Device unmanaged or not available for activation", seen with netplan's keyfiles).
+func (c *Client) activateAgainOnce(ctx context.Context, t *activation) error {
+	if err := c.activate(ctx, t); err == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(250 * time.Millisecond):
+	}
+	return c.activate(ctx, t)
 }
 
 // activationError: these interfaces would not activate.

@@ -63,7 +63,7 @@ func (c *Client) ApplyFiles(ctx context.Context, ch FileChange, opts ApplyOption
 	deadline := time.Now().Add(opts.ActivationTimeout)
 	for _, stage := range [][]activation{first, then} {
 		for i := range stage {
-			if err := c.activate(ctx, &stage[i]); err != nil {
+			if err := c.activateAgainOnce(ctx, &stage[i]); err != nil {
 				return fail(fmt.Errorf("%s: activating: %w", stage[i].name, err))
 			}
 		}
@@ -81,9 +81,10 @@ func (c *Client) ApplyFiles(ctx context.Context, ch FileChange, opts ApplyOption
 	return tx, nil
 }
 
-// fileActivations are the activations of the profiles loaded from files: VLANs apart, in
-// then, to start once the rest run.
+// fileActivations are the activations of the profiles loaded from files, ports after
+// their controllers; VLANs apart, in then, to start once the rest run.
 func (c *Client) fileActivations(ctx context.Context, files []string) (first, then []activation, err error) {
+	var ports []activation
 	paths, err := c.nm.Connections(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -104,12 +105,18 @@ func (c *Client) fileActivations(ctx context.Context, files []string) (first, th
 		}
 		a.key = a.name
 		found[filename] = true
-		if settings(s).str("connection", "type") == "vlan" {
+		switch {
+		case settings(s).str("connection", "type") == "vlan":
 			then = append(then, a)
-		} else {
+		case settings(s).str("connection", "master") != "":
+			ports = append(ports, a)
+		default:
 			first = append(first, a)
 		}
 	}
+	// Ports after their controllers: a port's activation starts its controller too, and
+	// another port asked for then finds that controller not yet managed.
+	first = append(first, ports...)
 	for _, f := range files {
 		if !found[f] {
 			return nil, nil, fmt.Errorf("NetworkManager did not load %s", f)
