@@ -176,7 +176,7 @@ func (r *PolicyController) forget(policy string) {
 }
 
 // doubt marks a policy to be looked up in the API server before enactments are created for
-// it; isDoubted reports the mark, and believe clears it once the API server has the policy.
+// it; undoubt clears the mark and reports whether it was set.
 func (r *PolicyController) doubt(policy string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -186,16 +186,12 @@ func (r *PolicyController) doubt(policy string) {
 	r.doubted[policy] = true
 }
 
-func (r *PolicyController) isDoubted(policy string) bool {
+func (r *PolicyController) undoubt(policy string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.doubted[policy]
-}
-
-func (r *PolicyController) believe(policy string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	was := r.doubted[policy]
 	delete(r.doubted, policy)
+	return was
 }
 
 // soonest is the earliest of the phases' times to look again (0: none).

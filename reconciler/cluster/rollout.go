@@ -155,11 +155,12 @@ func (r *PolicyController) grantSlots(ctx context.Context, w *readyourwrites.Wri
 			return e.Labels[shared.NodeLabel] == nodeName
 		})
 	}
-	if r.isDoubted(policy.Name) && slices.ContainsFunc(p.Grant, func(nodeName string) bool { return enactmentOf(nodeName) < 0 }) {
+	// The mark is cleared before the read, so a delete seen during it marks the policy again.
+	if slices.ContainsFunc(p.Grant, func(nodeName string) bool { return enactmentOf(nodeName) < 0 }) && r.undoubt(policy.Name) {
 		if err := r.stillServed(ctx, policy); err != nil {
+			r.doubt(policy.Name)
 			return p, err
 		}
-		r.believe(policy.Name)
 	}
 	grant := shared.FormatRolloutSlot(policy.Generation, now)
 	// The grants of a wave go out together: one at a time, a wave of 100 nodes waited

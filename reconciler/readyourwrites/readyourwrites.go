@@ -71,18 +71,16 @@ func (w *Writes) Await(ctx context.Context, cache, live client.Reader) bool {
 	w.mu.Unlock()
 	waiting, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	for _, want := range pending {
-		if wait.PollUntilContextCancel(waiting, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			return observed(ctx, cache, want), nil
-		}) != nil {
-			break
-		}
-	}
 	unseen := map[client.ObjectKey]write{}
-	for k, wr := range pending {
-		if !observed(ctx, cache, wr) && !superseded(ctx, cache, live, wr) && time.Since(wr.at) < Forget {
-			unseen[k] = wr
+	for k, want := range pending {
+		// Each write is looked at at least once, after the timeout too (the poll's first look
+		// is immediate).
+		if wait.PollUntilContextCancel(waiting, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+			return observed(ctx, cache, want), nil
+		}) == nil || superseded(ctx, cache, live, want) || time.Since(want.at) >= Forget {
+			continue
 		}
+		unseen[k] = want
 	}
 	if len(unseen) == 0 {
 		return true
