@@ -30,26 +30,6 @@ func TrueWith(conds []metav1.Condition, condType, msg string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.Message == msg
 }
 
-// SetExclusive makes condType True with reason and message and every other type of
-// types False: an enactment or a policy carries exactly one True condition.
-// meta.SetStatusCondition moves LastTransitionTime only when a status changes, so a
-// write that changes nothing bumps no timestamp.
-func SetExclusive(conds *[]metav1.Condition, types []string, condType, reason, message string, observedGeneration int64) {
-	for _, t := range types {
-		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: observedGeneration}
-		if t == condType {
-			c.Status, c.Message = metav1.ConditionTrue, message
-		}
-		meta.SetStatusCondition(conds, c)
-	}
-}
-
-// EnactmentTypes are the condition types an enactment always carries, exactly one True.
-var EnactmentTypes = []string{EnactmentAvailable, EnactmentFailing, EnactmentProgressing, EnactmentPending, EnactmentAborted}
-
-// PolicyTypes are the condition types a policy always carries, exactly one True.
-var PolicyTypes = []string{PolicyAvailable, PolicyDegraded, PolicyProgressing, PolicyIgnored}
-
 // FormatRolloutSlot is the value of RolloutSlotAnnotation granting generation at a time.
 func FormatRolloutSlot(generation int64, grantedAt time.Time) string {
 	return strconv.FormatInt(generation, 10) + "/" + grantedAt.UTC().Format(time.RFC3339)

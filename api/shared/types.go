@@ -46,6 +46,10 @@ const (
 	EnactmentPending     = "Pending"
 	EnactmentAborted     = "Aborted"
 
+	// NodeNetworkState conditions.
+	NodeNetworkStateAvailable = "Available"
+	NodeNetworkStateFailing   = "Failing"
+
 	// Reasons.
 	ReasonSuccessfullyConfigured     = "SuccessfullyConfigured"
 	ReasonFailedToConfigure          = "FailedToConfigure"
@@ -74,3 +78,9 @@ func EnactmentKey(node, policy string) string { return node + "." + policy }
 // it from its own enactment's watch. Its value is "<generation>/<RFC 3339 time granted>"
 // (RolloutSlot, FormatRolloutSlot): a grant older than the slot timeout holds no slot.
 const RolloutSlotAnnotation = "nmoverlay.io/rollout-slot"
+
+// RolloutRequeuedAnnotation on an enactment says that its node lost a grant of that
+// generation before reporting it (its enactment deleted while granted) and is granted again
+// only after every selected node that has not had one: deleting its own enactment cannot move
+// a node ahead of the others. Only the controller writes it; its value is the generation.
+const RolloutRequeuedAnnotation = "nmoverlay.io/rollout-requeued"

@@ -36,7 +36,7 @@ type NodeNetworkConfigurationPolicyList struct {
 type NodeNetworkConfigurationEnactmentStatus struct {
 	// DesiredState is the policy's desired state as this node applied it.
 	// +optional
-	DesiredState shared.State `json:"desiredState,omitempty"`
+	DesiredState shared.State `json:"desiredState,omitzero"`
 	// PolicyGeneration is the policy generation this status is about.
 	// +optional
 	PolicyGeneration int64 `json:"policyGeneration,omitempty"`
@@ -73,11 +73,14 @@ type CaptureMetaInfo struct {
 }
 
 // NodeNetworkConfigurationEnactment reports one policy on one node; its name is
-// <node>.<policy>, and it is owned by the Node.
+// <node>.<policy>, and it is owned by the Node. It has no status subresource (unlike
+// kubernetes-nmstate's): the cluster controller creates each one with its status (Pending,
+// or Progressing with its grant), so a node waiting for a rollout slot costs one write, not
+// two; the admission policy keeps a handler to the status of its own enactments.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodenetworkconfigurationenactments,shortName=nnce;nnces,scope=Cluster
-// +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.status=="True")].type`
+// +kubebuilder:printcolumn:name="Status Age",type=date,JSONPath=`.status.conditions[?(@.status=="True")].lastTransitionTime`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.status=="True")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeNetworkConfigurationEnactment struct {
@@ -125,6 +128,22 @@ type NodeNetworkStateStatus struct {
 	LastSuccessfulUpdateTime metav1.Time `json:"lastSuccessfulUpdateTime,omitempty"`
 	// +optional
 	HostNetworkManagerVersion string `json:"hostNetworkManagerVersion,omitempty"`
+	// HandlerNetworkManagerVersion is the NetworkManager the handler applies policies
+	// through: the node's own, over D-Bus (kubernetes-nmstate declares the field and
+	// leaves it empty).
+	// +optional
+	HandlerNetworkManagerVersion string `json:"handlerNetworkManagerVersion,omitempty"`
+	// HandlerNmstateVersion names the engine that reads and applies nmstate's schema on
+	// the node, where kubernetes-nmstate reports nmstatectl's version: nmoverlay's
+	// release and its backend.
+	// +optional
+	HandlerNmstateVersion string `json:"handlerNmstateVersion,omitempty"`
+	// Conditions: Available while the handler reads the node's state, Failing (with why)
+	// when it cannot; currentState is then the last state read.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// Backend applies the policies on this node (the handler's --backend, the NMState
 	// CR's spec.backend): networkmanager or netplan. A policy's desired state is in its
 	// schema: nmstate's, or netplan's.

@@ -326,6 +326,13 @@ func (in *NodeNetworkStateStatus) DeepCopyInto(out *NodeNetworkStateStatus) {
 	*out = *in
 	in.CurrentState.DeepCopyInto(&out.CurrentState)
 	in.LastSuccessfulUpdateTime.DeepCopyInto(&out.LastSuccessfulUpdateTime)
+	if in.Conditions != nil {
+		in, out := &in.Conditions, &out.Conditions
+		*out = make([]v1.Condition, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Overlay != nil {
 		in, out := &in.Overlay, &out.Overlay
 		*out = new(OverlayStatus)

@@ -32,6 +32,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 	"github.com/nmoverlay/nmoverlay/overlay"
 	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
@@ -158,6 +159,7 @@ func run(o options) error {
 	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
 		Client: mgr.GetClient(), NodeName: nodeName, Show: h.Backend.Show, Changes: changes, NMVersion: nm.Version, Backend: h.Backend.Name(),
+		EngineVersion: version.Engine(h.Backend.Name()), Cache: mgr.GetCache(),
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
 		Drift:   h.Drifted,
 	}); err != nil {

@@ -6,6 +6,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"maps"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,8 +34,9 @@ import (
 // concurrentPolicies is how many policies are reconciled at once.
 const concurrentPolicies = 8
 
-// PolicyController reconciles each policy in two phases: the rollout (rollout.go: grant
-// free slots) and its status (policy_status.go).
+// PolicyController reconciles each policy in two phases: the rollout (rollout.go: an
+// enactment per selected node, free slots granted, the rest Pending, or Aborted once the
+// generation failed somewhere) and its status (policy_status.go).
 type PolicyController struct {
 	Client client.Client
 	// APIReader reads uncached: whether a write the cache never showed was superseded
@@ -60,6 +63,10 @@ type PolicyController struct {
 	// a cache without the previous pass's grants: it would grant a slot twice, or create a
 	// node's enactment again under another name.
 	unobserved map[string]*readyourwrites.Writes
+	// requeued: per policy, the nodes whose granted enactment was deleted before it
+	// reported, and the generation (noteDeleted): recreated, it carries
+	// RolloutRequeuedAnnotation, and the node is granted again only after the others.
+	requeued map[string]map[string]int64
 }
 
 // SetupWithManager runs on policy changes, on enactment changes (mapped to their policy by
@@ -78,6 +85,9 @@ func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
 			if p := e.Object.GetLabels()[shared.PolicyLabel]; p != "" {
 				r.doubt(p) // the pass this enqueues forgets it if the cache has the policy's delete
+				if en, ok := e.Object.(*v1beta1.NodeNetworkConfigurationEnactment); ok {
+					r.noteDeleted(en)
+				}
 			}
 			toPolicy(e.Object, q)
 		},
@@ -137,16 +147,18 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	// One record of the pass's writes, grants and status: what the cache does not show
 	// once the pass ends, the next pass waits for.
 	defer w.Await(ctx, r.Client, r.APIReader)
-	slots, err := r.grantSlots(ctx, w, policy, nodes.Items, enactments.Items, time.Now())
+	now := time.Now()
+	slots := planSlots(policy, nodes.Items, enactments.Items, r.requeuedOf(policy.Name), r.slotTimeout(), now)
+	after, err := r.rollOut(ctx, w, policy, nodes.Items, enactments.Items, slots, now)
 	if errors.Is(err, errPolicyGone) {
-		// Its delete reaches the cache soon; until then nothing is granted for it.
-		ctrl.LoggerFrom(ctx).Info("no rollout slot granted: "+err.Error(), "policy", policy.Name, "generation", policy.Generation)
+		// Its delete reaches the cache soon; until then nothing is created for it.
+		ctrl.LoggerFrom(ctx).Info("no enactment created: "+err.Error(), "policy", policy.Name, "generation", policy.Generation)
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	statusWait, err := r.writeStatus(ctx, w, policy, nodes.Items, enactments.Items, slots)
+	statusWait, err := r.writeStatus(ctx, w, policy, nodes.Items, after)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -166,6 +178,39 @@ func (r *PolicyController) writesOf(policy string) *readyourwrites.Writes {
 	return r.unobserved[policy]
 }
 
+// noteDeleted remembers the node of a deleted enactment that held a grant it had not
+// reported (or was requeued already): deleting its own enactment must not bring a node's
+// grant back ahead of the nodes that have not had one.
+func (r *PolicyController) noteDeleted(e *v1beta1.NodeNetworkConfigurationEnactment) {
+	gen, _, granted := shared.RolloutSlot(e.Annotations)
+	reported := e.Status.PolicyGeneration == gen && (shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") ||
+		shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, ""))
+	if !granted || reported {
+		g, err := strconv.ParseInt(e.Annotations[shared.RolloutRequeuedAnnotation], 10, 64)
+		if err != nil {
+			return
+		}
+		gen = g
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.requeued == nil {
+		r.requeued = map[string]map[string]int64{}
+	}
+	policy := e.Labels[shared.PolicyLabel]
+	if r.requeued[policy] == nil {
+		r.requeued[policy] = map[string]int64{}
+	}
+	r.requeued[policy][e.Labels[shared.NodeLabel]] = gen
+}
+
+// requeuedOf is a copy of the policy's requeued nodes.
+func (r *PolicyController) requeuedOf(policy string) map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.requeued[policy])
+}
+
 // forget drops a deleted policy's records.
 func (r *PolicyController) forget(policy string) {
 	r.mu.Lock()
@@ -173,6 +218,7 @@ func (r *PolicyController) forget(policy string) {
 	delete(r.unobserved, policy)
 	delete(r.lastProgress, policy)
 	delete(r.doubted, policy)
+	delete(r.requeued, policy)
 }
 
 // doubt marks a policy to be looked up in the API server before enactments are created for

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
@@ -21,13 +20,13 @@ import (
 // that only moves the counts of a Progressing policy waits out ProgressInterval (the
 // returned requeue).
 func (r *PolicyController) writeStatus(ctx context.Context, w *readyourwrites.Writes, policy *nmstatev1.NodeNetworkConfigurationPolicy,
-	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, slots slotPlan) (time.Duration, error) {
+	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment) (time.Duration, error) {
 	before := policy.Status.DeepCopy()
-	Summarize(policy, nodes, enactments, len(slots.Waiting))
+	Summarize(policy, nodes, enactments)
 	if equality.Semantic.DeepEqual(before, &policy.Status) {
 		return 0, nil
 	}
-	was, now := trueCondition(before.Conditions), trueCondition(policy.Status.Conditions)
+	was, now := shared.TrueCondition(before.Conditions), shared.TrueCondition(policy.Status.Conditions)
 	countsOnly := was != nil && now != nil && was.Type == now.Type && was.Reason == now.Reason &&
 		was.ObservedGeneration == now.ObservedGeneration && now.Type == shared.PolicyProgressing
 	if wait := r.progressWait(policy.Name, countsOnly); wait > 0 {
@@ -76,24 +75,24 @@ func (r *PolicyController) progressWait(policy string, countsOnly bool) time.Dur
 	return 0
 }
 
-func trueCondition(conds []metav1.Condition) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Status == metav1.ConditionTrue {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
 // Summarize sets exactly one of Available, Degraded, Progressing, Ignored on the policy,
-// from the enactments of its current generation on the nodes it selects; waiting is how
-// many of them wait for a rollout slot.
-func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, waiting int) {
+// from the enactments of its current generation on the nodes it selects, as
+// kubernetes-nmstate does (pkg/policyconditions), with its messages:
+//   - no node selected: Ignored;
+//   - a node failed, or was aborted: Degraded at once, while others may still apply
+//     ("1/4 nodes failed to configure, 2 nodes aborted configuration");
+//   - a Ready node has not finished: Progressing ("Policy is progressing 1/4 nodes
+//     finished, 2 pending"); Available and Degraded are Unknown meanwhile;
+//   - else Available; NotReady nodes that have not finished are left out
+//     ("3/4 nodes successfully configured, 1 nodes ignored due to NotReady state").
+//
+// Where the peer compares all finished nodes with the Ready ones, this counts the Ready
+// nodes that finished: a NotReady node's report cannot stand in for a Ready node's.
+func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment) {
 	// A node's enactment that reports the current generation counts, should it have more
 	// than one (a forged one, or one left from an older controller).
 	reports := func(e *v1beta1.NodeNetworkConfigurationEnactment) bool {
-		return e.Status.PolicyGeneration == policy.Generation && (shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") ||
-			shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, ""))
+		return e.Status.PolicyGeneration == policy.Generation && shared.TrueCondition(e.Status.Conditions) != nil
 	}
 	byNode := map[string]*v1beta1.NodeNetworkConfigurationEnactment{}
 	for i := range enactments {
@@ -102,33 +101,62 @@ func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 			byNode[node] = &enactments[i]
 		}
 	}
-	matching, available, failing := 0, 0, 0
-	for _, n := range nodes {
+	var matching, ready, readyFinished, available, failed, aborted, pending int
+	for i := range nodes {
+		n := &nodes[i]
 		if !shared.SelectsNode(policy.Spec.NodeSelector, n.Labels) {
 			continue
 		}
 		matching++
+		isReady := isReady(n)
+		if isReady {
+			ready++
+		}
 		e, ok := byNode[n.Name]
-		if !ok || e.Status.PolicyGeneration != policy.Generation {
+		if !ok || !reports(e) {
 			continue
 		}
-		switch {
-		case shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, ""):
+		finished := true
+		switch shared.TrueCondition(e.Status.Conditions).Type {
+		case shared.EnactmentAvailable:
 			available++
-		case shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, ""):
-			failing++
+		case shared.EnactmentFailing:
+			failed++
+		case shared.EnactmentAborted:
+			aborted++
+		case shared.EnactmentPending:
+			finished = false
+			if isReady {
+				pending++
+			}
+		default:
+			finished = false
+		}
+		if finished && isReady {
+			readyFinished++
 		}
 	}
-	condType, reason, msg := shared.PolicyProgressing, shared.ReasonConfigurationProgressing,
-		fmt.Sprintf("%d/%d nodes configured, %d failed, %d in progress, %d waiting for a rollout slot",
-			available, matching, failing, matching-available-failing-waiting, waiting)
+	notReady := ""
+	if matching > ready {
+		notReady = fmt.Sprintf(", %d nodes ignored due to NotReady state", matching-ready)
+	}
 	switch {
 	case matching == 0:
-		condType, reason, msg = shared.PolicyIgnored, shared.ReasonNoMatchingNode, "no node matches the node selector"
-	case failing > 0 && available+failing == matching:
-		condType, reason, msg = shared.PolicyDegraded, shared.ReasonFailedToConfigure, fmt.Sprintf("%d/%d nodes failed to configure", failing, matching)
-	case available == matching:
-		condType, reason, msg = shared.PolicyAvailable, shared.ReasonSuccessfullyConfigured, fmt.Sprintf("%d/%d nodes successfully configured", available, matching)
+		shared.SetPolicy(&policy.Status.Conditions, shared.PolicyIgnored, shared.ReasonNoMatchingNode, shared.MessageNoMatchingNode, policy.Generation)
+	case failed > 0 || aborted > 0:
+		msg := fmt.Sprintf("%d/%d nodes failed to configure", failed, matching)
+		if aborted > 0 {
+			msg += fmt.Sprintf(", %d nodes aborted configuration", aborted)
+		}
+		shared.SetPolicy(&policy.Status.Conditions, shared.PolicyDegraded, shared.ReasonFailedToConfigure, msg, policy.Generation)
+	case readyFinished < ready:
+		msg := fmt.Sprintf("Policy is progressing %d/%d nodes finished", readyFinished, ready)
+		if pending > 0 {
+			msg += fmt.Sprintf(", %d pending", pending)
+		}
+		shared.SetPolicy(&policy.Status.Conditions, shared.PolicyProgressing, shared.ReasonConfigurationProgressing, msg+notReady, policy.Generation)
+	default:
+		shared.SetPolicy(&policy.Status.Conditions, shared.PolicyAvailable, shared.ReasonSuccessfullyConfigured,
+			fmt.Sprintf("%d/%d nodes successfully configured", available, matching)+notReady, policy.Generation)
 	}
-	shared.SetExclusive(&policy.Status.Conditions, shared.PolicyTypes, condType, reason, msg, policy.Generation)
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,11 +26,12 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 )
 
-// This file is the rollout phase: the controller grants rollout slots on the nodes'
-// enactments (shared.RolloutSlotAnnotation). A node waiting for one makes no request: the
-// grant reaches it as a watch event on its own enactment. The slots in use are derived
-// from the enactments and Nodes at each pass; no counter is kept, so nothing can leak, and
-// a new leader goes on from what it reads.
+// This file is the rollout phase: the controller creates an enactment for every node a
+// policy selects, and grants rollout slots on them (shared.RolloutSlotAnnotation). A node
+// waiting for one makes no request: the grant reaches it as a watch event on its own
+// enactment. The slots in use, and whether the rollout is aborted, are derived from the
+// enactments and Nodes at each pass; no counter is kept, so nothing can leak, and a new
+// leader goes on from what it reads.
 
 // DefaultSlotTimeout is how long a grant holds its slot while the node has not reported
 // the generation: a handler that died mid-apply frees it after this.
@@ -42,29 +45,44 @@ const grantsInFlight = 16
 // never time out.
 const clockSkew = time.Minute
 
-// slotPlan is what the rollout of a policy's current generation needs now.
+// slotPlan is what the rollout of a policy's current generation needs now, node by node.
+// Each list is sorted by node name.
 type slotPlan struct {
 	// Max is how many selected nodes may apply it at once, of Matching.
 	Max, Matching int
-	// Holding are the nodes whose grant holds a slot; Grant those to grant one now;
-	// Waiting the Ready nodes that wait for one. Each sorted by name.
-	Holding, Grant, Waiting []string
+	// Holding: applying under a grant that holds a slot. Grant: granted one now.
+	Holding, Grant []string
+	// Pending: selected nodes not granted, waiting for a slot (NotReady ones included);
+	// Abort: the same, once the generation failed on a node: they are not granted.
+	Pending, Abort []string
+	// FailedOn: the selected nodes whose enactment reports the generation Failing. While
+	// any does, no slot is granted for it.
+	FailedOn []string
+	// Requeued: nodes that lost a grant of the generation before reporting it (their
+	// enactment deleted): granted again only after every node that has not had one.
+	Requeued []string
 	// Recheck is when the soonest held grant times out (0: none held).
 	Recheck time.Duration
 }
 
-// planSlots decides the grants of policy's current generation. A node is done when its
-// enactment reports the generation Available or Failing; a node's grant holds a slot while
-// it is not done, the node is Ready and the grant is younger than timeout (and not dated
-// ahead of now by more than clockSkew). Free slots go to the Ready nodes not yet granted,
-// by node name. A grant that stopped holding (NotReady, timed out) is not renewed: the node
-// applies it when it comes back. NotReady nodes are not granted: they are unavailable
-// already, and a node that rebooted applies its policies again without a slot.
+// planSlots decides the rollout of policy's current generation on the nodes it selects:
+//   - a node is done when its enactment reports the generation Available or Failing;
+//   - a grant of the generation holds a slot while the node is not done, is Ready, and the
+//     grant is younger than timeout (and not dated ahead of now by more than clockSkew); a
+//     grant that stopped holding is not renewed: the node applies it when it comes back;
+//   - once the generation failed on a selected node, no slot is granted for it, and every
+//     node not granted is aborted (those applying finish);
+//   - otherwise free slots go to Ready nodes without a grant: first those that never had
+//     one, then the requeued (requeued, or the enactment's RolloutRequeuedAnnotation), each
+//     by name; the rest are pending.
+//
+// requeued names the nodes whose granted enactment was deleted before it reported
+// (node → generation), which the controller remembers until it has recreated it.
 func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node,
-	enactments []v1beta1.NodeNetworkConfigurationEnactment, timeout time.Duration, now time.Time) slotPlan {
+	enactments []v1beta1.NodeNetworkConfigurationEnactment, requeued map[string]int64, timeout time.Duration, now time.Time) slotPlan {
 	type nodeSlot struct {
-		done, granted bool
-		grantedAt     time.Time // the latest grant of the generation
+		done, failed, granted, requeued bool
+		grantedAt                       time.Time // the latest grant of the generation
 	}
 	byNode := map[string]*nodeSlot{}
 	for _, e := range enactments {
@@ -74,9 +92,13 @@ func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 			s = &nodeSlot{}
 			byNode[name] = s
 		}
-		if e.Status.PolicyGeneration == policy.Generation && (shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") ||
-			shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, "")) {
-			s.done = true
+		if e.Status.PolicyGeneration == policy.Generation {
+			if shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") {
+				s.done = true
+			}
+			if shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, "") {
+				s.done, s.failed = true, true
+			}
 		}
 		if gen, at, ok := shared.RolloutSlot(e.Annotations); ok && gen == policy.Generation {
 			s.granted = true
@@ -84,9 +106,12 @@ func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 				s.grantedAt = at
 			}
 		}
+		if e.Annotations[shared.RolloutRequeuedAnnotation] == strconv.FormatInt(policy.Generation, 10) {
+			s.requeued = true
+		}
 	}
 	var p slotPlan
-	var candidates []string
+	var fresh, again, notReady []string
 	for _, n := range nodes {
 		if !shared.SelectsNode(policy.Spec.NodeSelector, n.Labels) {
 			continue
@@ -96,7 +121,15 @@ func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 		if s == nil {
 			s = &nodeSlot{}
 		}
+		if gen, ok := requeued[n.Name]; ok && gen == policy.Generation {
+			s.requeued = true
+		}
+		if s.requeued && !s.granted {
+			p.Requeued = append(p.Requeued, n.Name)
+		}
 		switch {
+		case s.failed:
+			p.FailedOn = append(p.FailedOn, n.Name)
 		case s.done:
 		case s.granted:
 			age := now.Sub(s.grantedAt)
@@ -106,15 +139,26 @@ func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 					p.Recheck = max(left, time.Second)
 				}
 			}
-		case isReady(&n):
-			candidates = append(candidates, n.Name)
+		case !isReady(&n):
+			notReady = append(notReady, n.Name)
+		case s.requeued:
+			again = append(again, n.Name)
+		default:
+			fresh = append(fresh, n.Name)
 		}
 	}
-	slices.Sort(p.Holding)
-	slices.Sort(candidates)
+	for _, l := range [][]string{p.Holding, p.FailedOn, p.Requeued, fresh, again, notReady} {
+		slices.Sort(l)
+	}
 	p.Max = maxUnavailable(policy.Spec.MaxUnavailable, p.Matching)
-	free := max(p.Max-len(p.Holding), 0)
-	p.Grant, p.Waiting = candidates[:min(free, len(candidates))], candidates[min(free, len(candidates)):]
+	candidates := slices.Concat(fresh, again)
+	if len(p.FailedOn) > 0 {
+		p.Abort = slices.Sorted(slices.Values(slices.Concat(candidates, notReady)))
+		return p
+	}
+	free := min(max(p.Max-len(p.Holding), 0), len(candidates))
+	p.Grant = slices.Sorted(slices.Values(candidates[:free]))
+	p.Pending = slices.Sorted(slices.Values(slices.Concat(candidates[free:], notReady)))
 	return p
 }
 
@@ -140,61 +184,123 @@ func maxUnavailable(v *intstr.IntOrString, matching int) int {
 	return n
 }
 
-// grantSlots writes the plan's grants: the annotation on the node's enactment, which is
-// created (named <node>.<policy>, labelled, owned by the Node) when the node has none yet.
-// A node waiting for its first generation of a policy has no enactment: the grant is its
-// creation, so a node-policy pair costs two writes, the grant and the node's result.
-func (r *PolicyController) grantSlots(ctx context.Context, w *readyourwrites.Writes, policy *nmstatev1.NodeNetworkConfigurationPolicy,
-	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, now time.Time) (slotPlan, error) {
-	p := planSlots(policy, nodes, enactments, r.slotTimeout(), now)
-	if len(p.Grant) == 0 {
-		return p, nil
-	}
+// rollOut carries out the plan on the nodes' enactments, each in one write, only where it
+// changes something: a grant (shared.RolloutSlotAnnotation) with the status Progressing, or
+// the status Pending or Aborted. A selected node without an enactment gets one, created
+// with that status: every selected node shows one, and a node-policy pair costs two writes
+// when granted at once (the creation, the node's result) and three when it waits (the
+// creation, the grant, the result). The handlers write their own results; the controller
+// writes only what a node has not started: so its writes are conditional on the
+// enactment's resource version, and a node's report in between wins. It returns the
+// policy's enactments as they are after the pass.
+func (r *PolicyController) rollOut(ctx context.Context, w *readyourwrites.Writes, policy *nmstatev1.NodeNetworkConfigurationPolicy,
+	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, p slotPlan, now time.Time) ([]v1beta1.NodeNetworkConfigurationEnactment, error) {
 	enactmentOf := func(nodeName string) int {
 		return slices.IndexFunc(enactments, func(e v1beta1.NodeNetworkConfigurationEnactment) bool {
 			return e.Labels[shared.NodeLabel] == nodeName
 		})
 	}
+	type change struct {
+		node, condType, message string
+		grant                   bool
+	}
+	var changes []change
+	for _, n := range p.Grant {
+		changes = append(changes, change{node: n, condType: shared.EnactmentProgressing, message: shared.MessageApplying, grant: true})
+	}
+	for _, n := range p.Pending {
+		changes = append(changes, change{node: n, condType: shared.EnactmentPending, message: shared.MessagePending})
+	}
+	for _, n := range p.Abort {
+		changes = append(changes, change{node: n, condType: shared.EnactmentAborted})
+	}
+	// Only what changes: a node already Pending (or Aborted) for this generation is not
+	// written again.
+	changes = slices.DeleteFunc(changes, func(c change) bool {
+		i := enactmentOf(c.node)
+		if i < 0 || c.grant {
+			return false
+		}
+		e := &enactments[i]
+		return e.Status.PolicyGeneration == policy.Generation && shared.IsTrue(e.Status.Conditions, c.condType, "")
+	})
+	if len(changes) == 0 {
+		return enactments, nil
+	}
 	// The mark is cleared before the read, so a delete seen during it marks the policy again.
-	if slices.ContainsFunc(p.Grant, func(nodeName string) bool { return enactmentOf(nodeName) < 0 }) && r.undoubt(policy.Name) {
+	if slices.ContainsFunc(changes, func(c change) bool { return enactmentOf(c.node) < 0 }) && r.undoubt(policy.Name) {
 		if err := r.stillServed(ctx, policy); err != nil {
 			r.doubt(policy.Name)
-			return p, err
+			return enactments, err
 		}
 	}
 	grant := shared.FormatRolloutSlot(policy.Generation, now)
-	// The grants of a wave go out together: one at a time, a wave of 100 nodes waited
-	// out 100 round trips to a loaded API server before the next policy's.
+	requeued := map[string]bool{}
+	for _, n := range p.Requeued {
+		requeued[n] = true
+	}
+	after := slices.Clone(enactments)
+	var created []v1beta1.NodeNetworkConfigurationEnactment
+	var mu sync.Mutex
+	// The writes of a wave go out together: one at a time, a wave of 100 nodes waited out
+	// 100 round trips to a loaded API server before the next policy's.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(grantsInFlight)
-	for _, nodeName := range p.Grant {
-		i := enactmentOf(nodeName)
+	for _, c := range changes {
+		i := enactmentOf(c.node)
 		g.Go(func() error {
-			if i >= 0 {
-				e := enactments[i].DeepCopy()
-				before := e.DeepCopy()
-				metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, grant)
-				if err := r.Client.Patch(gctx, e, client.MergeFrom(before)); err != nil {
+			prepare := func(e *v1beta1.NodeNetworkConfigurationEnactment) {
+				if c.grant {
+					metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, grant)
+					delete(e.Annotations, shared.RolloutRequeuedAnnotation)
+				} else if requeued[c.node] {
+					metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutRequeuedAnnotation, strconv.FormatInt(policy.Generation, 10))
+				}
+				message := c.message
+				if c.condType == shared.EnactmentAborted {
+					message = shared.AbortedMessage(e.Name, p.FailedOn)
+				}
+				e.Status.PolicyGeneration = policy.Generation
+				shared.SetEnactment(&e.Status.Conditions, c.condType, message)
+			}
+			if i < 0 {
+				n := &nodes[slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Name == c.node })]
+				e, err := r.createEnactment(gctx, n, policy, prepare)
+				if err != nil {
 					return err
 				}
 				w.Wrote(e)
+				mu.Lock()
+				created = append(created, *e)
+				mu.Unlock()
 				return nil
 			}
-			n := &nodes[slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Name == nodeName })]
-			e, err := r.createEnactment(gctx, n, policy, grant)
-			if err != nil {
+			e := enactments[i].DeepCopy()
+			before := e.DeepCopy()
+			prepare(e)
+			if err := r.Client.Patch(gctx, e, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 				return err
 			}
 			w.Wrote(e)
+			mu.Lock()
+			after[i] = *e
+			mu.Unlock()
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return p, err
+	err := g.Wait()
+	after = append(after, created...)
+	if err != nil {
+		return after, err
 	}
-	ctrl.LoggerFrom(ctx).Info("rollout slots granted", "policy", policy.Name, "generation", policy.Generation,
-		"nodes", p.Grant, "holding", len(p.Holding), "waiting", len(p.Waiting), "maxUnavailable", p.Max)
-	return p, nil
+	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name, "generation", policy.Generation)
+	if len(p.Grant) > 0 {
+		log.Info("rollout slots granted", "nodes", p.Grant, "holding", len(p.Holding), "pending", len(p.Pending), "maxUnavailable", p.Max)
+	}
+	if aborted := slices.ContainsFunc(changes, func(c change) bool { return c.condType == shared.EnactmentAborted }); aborted {
+		log.Info("rollout aborted: the generation failed on a node; no slot is granted for it", "failedOn", p.FailedOn, "aborted", p.Abort)
+	}
+	return after, nil
 }
 
 // errPolicyGone: the API server no longer has the policy the cache holds.
@@ -219,17 +325,18 @@ func (r *PolicyController) stillServed(ctx context.Context, policy *nmstatev1.No
 	return err
 }
 
-// createEnactment creates the node's enactment of policy with its grant. Its name is
-// <node>.<policy> as kubernetes-nmstate names it; with dots in names two pairs can share
-// that (node worker with policy a.x, node worker.a with policy x), and the second gets a
-// random suffix: enactments are found by their labels, never by name.
+// createEnactment creates the node's enactment of policy, named, labelled and owned, with
+// what prepare sets. Its name is <node>.<policy> as kubernetes-nmstate names it; with dots in
+// names two pairs can share that (node worker with policy a.x, node worker.a with policy x),
+// and the second gets a random suffix: enactments are found by their labels, never by name.
+// If the node's own is there already (the list did not hold it), that one is returned
+// unchanged: a node never has a second enactment of a policy.
 func (r *PolicyController) createEnactment(ctx context.Context, n *corev1.Node, policy *nmstatev1.NodeNetworkConfigurationPolicy,
-	grant string) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
+	prepare func(*v1beta1.NodeNetworkConfigurationEnactment)) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
 	name := shared.EnactmentKey(n.Name, policy.Name)
 	taken := &v1beta1.NodeNetworkConfigurationEnactment{}
 	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, taken)
 	if err == nil && taken.Labels[shared.NodeLabel] == n.Name && taken.Labels[shared.PolicyLabel] == policy.Name {
-		// The node's own, which the list did not hold: never a second enactment for it.
 		return taken, nil
 	}
 	if err == nil {
@@ -245,10 +352,10 @@ func (r *PolicyController) createEnactment(ctx context.Context, n *corev1.Node, 
 		return nil, err
 	}
 	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{
-		Name:        name,
-		Labels:      map[string]string{shared.NodeLabel: n.Name, shared.PolicyLabel: policy.Name},
-		Annotations: map[string]string{shared.RolloutSlotAnnotation: grant},
+		Name:   name,
+		Labels: map[string]string{shared.NodeLabel: n.Name, shared.PolicyLabel: policy.Name},
 	}}
+	prepare(e)
 	// Owned by the Node: the garbage collector removes it with the node.
 	if err := controllerutil.SetOwnerReference(n, e, r.Client.Scheme()); err != nil {
 		return nil, err

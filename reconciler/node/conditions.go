@@ -5,17 +5,9 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 )
 
-// reasons are the reason each enactment condition type is set True with.
-var reasons = map[string]string{
-	shared.EnactmentAvailable:   shared.ReasonSuccessfullyConfigured,
-	shared.EnactmentFailing:     shared.ReasonFailedToConfigure,
-	shared.EnactmentProgressing: shared.ReasonConfigurationProgressing,
-	shared.EnactmentPending:     shared.ReasonMaxUnavailableLimitReached,
-}
-
-// setEnactment makes condType True with message, every other type False.
+// setEnactment makes condType the one True condition with message (shared.SetEnactment).
 func setEnactment(e *v1beta1.NodeNetworkConfigurationEnactment, condType, message string) {
-	shared.SetExclusive(&e.Status.Conditions, shared.EnactmentTypes, condType, reasons[condType], message, 0)
+	shared.SetEnactment(&e.Status.Conditions, condType, message)
 }
 
 // SetAvailable: the policy is applied on this node.
@@ -37,6 +29,11 @@ func SetProgressing(e *v1beta1.NodeNetworkConfigurationEnactment, message string
 // SetPending: the policy waits for a rollout slot (maxUnavailable).
 func SetPending(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
 	setEnactment(e, shared.EnactmentPending, message)
+}
+
+// SetAborted: the rollout of the policy's generation stopped before this node.
+func SetAborted(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
+	setEnactment(e, shared.EnactmentAborted, message)
 }
 
 // IsTrue reports whether the enactment's condition of that type is True with that reason.

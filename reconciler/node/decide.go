@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -159,6 +160,12 @@ func Decide(s Snapshot) Decision {
 			// enactment, which the handler watches.
 			held[name] = true
 			d.Waiting = append(d.Waiting, name)
+			if e := s.Enactments[name]; e != nil && e.Status.PolicyGeneration == s.generation(name) &&
+				IsTrue(e, shared.EnactmentFailing, "") && strings.HasPrefix(meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing).Message, refusedPrefix) {
+				// Its refusal while the overlay was degraded is withdrawn: it stopped the
+				// rollout, which would otherwise never grant the node the slot it waits for.
+				d.set(name, Update{Condition: shared.EnactmentPending, Message: shared.MessagePending, Generation: s.generation(name)})
+			}
 		}
 	}
 	for _, name := range d.Plan.Applied {
@@ -283,8 +290,11 @@ func classify(s Snapshot, plan Plan) (inEffect map[string]bool, rollout []string
 		e, ok := s.Enactments[name]
 		gen := s.generation(name)
 		inEffect[name] = ok && e.Status.PolicyGeneration == gen && e.Status.BootID == s.Boot && IsTrue(e, shared.EnactmentAvailable, "")
+		// A failure is retried without a new slot only when the node had its slot for the
+		// generation: one reported without (a refusal before any change, an enactment set
+		// Failing by hand) never lets a node apply out of its turn.
 		settled := ok && e.Status.PolicyGeneration == gen &&
-			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, ""))
+			(IsTrue(e, shared.EnactmentAvailable, "") || IsTrue(e, shared.EnactmentFailing, "") && granted(e, gen))
 		if !settled {
 			rollout = append(rollout, name)
 		}

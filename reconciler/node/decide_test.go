@@ -50,6 +50,16 @@ func enactment(policy string, gen int64, cond, msg, appliedIn string, applied []
 		Labels: map[string]string{shared.NodeLabel: self, shared.PolicyLabel: policy}}}
 	setEnactment(e, cond, msg)
 	e.Status.PolicyGeneration, e.Status.BootID, e.Status.DesiredState = gen, appliedIn, shared.State{Raw: applied}
+	if cond == shared.EnactmentFailing {
+		withGrant(e, gen) // a failure of the node's own, in its turn
+	}
+	return e
+}
+
+// unGranted is e without its grant: a status the node reported out of its turn, or one
+// written by hand.
+func unGranted(e *v1beta1.NodeNetworkConfigurationEnactment) *v1beta1.NodeNetworkConfigurationEnactment {
+	delete(e.Annotations, shared.RolloutSlotAnnotation)
 	return e
 }
 
@@ -170,6 +180,19 @@ func TestDecide(t *testing.T) {
 		{name: "a generation reported already needs no grant to be applied again (boot, drift, backoff)",
 			s:    snap([]Policy{a1}, enactment("a", 1, shared.EnactmentFailing, "did not converge", "", nil)),
 			want: want{apply: []string{"d-a"}, settle: true}},
+		{name: "a failure reported without a grant (set Failing by hand) is no turn taken: it waits for one",
+			s:    snap([]Policy{a1}, unGranted(enactment("a", 1, shared.EnactmentFailing, "marked by hand", "", nil))),
+			want: want{waiting: []string{"a"}, settle: true}},
+		{name: "a refusal while the overlay was degraded is withdrawn once it is back: Pending, so the rollout can go on",
+			s:    snap([]Policy{a1}, unGranted(enactment("a", 1, shared.EnactmentFailing, refusedPrefix+"upper dir not tmpfs", "", nil))),
+			want: want{waiting: []string{"a"}, settle: true, updates: map[string]string{"a": "Pending: " + shared.MessagePending}}},
+		{name: "a generation aborted elsewhere waits; the generation applied before stays in effect",
+			s: func() Snapshot {
+				s := snap([]Policy{a2}, enactment("a", 2, shared.EnactmentAborted, "reconciliation ... has aborted", boot, dummyState("d-a")))
+				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
+				return s
+			}(),
+			want: want{waiting: []string{"a"}, settle: true}},
 		{name: "boot re-convergence re-applies without a slot",
 			s:    snap([]Policy{a1, b1}, available("a", 1, oldBoot, "d-a"), available("b", 1, oldBoot, "d-b")),
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, newBoot: true}},

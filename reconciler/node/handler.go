@@ -88,8 +88,9 @@ type Handler struct {
 	keptProbes map[string]bool
 	// writes: what passes wrote that the cache has not shown yet.
 	writes readyourwrites.Writes
-	// waitLogged: the generation of each policy last logged as waiting for a slot.
-	waitLogged map[string]int64
+	// waitLogged: what was last logged of each policy waiting for a slot: its generation,
+	// and whether its rollout was aborted.
+	waitLogged map[string]string
 	// unrestored: NetworkManager could not roll back an apply (its checkpoint was lost)
 	// and restoring the last committed state failed too; every pass tries again first.
 	unrestored string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,6 +32,11 @@ type Reporter struct {
 	Show      func(ctx context.Context) (state.State, error)
 	Changes   <-chan struct{}
 	NMVersion func() (string, error)
+	// EngineVersion is the NodeNetworkState's handlerNmstateVersion (version.Engine).
+	EngineVersion string
+	// Cache, when set, brings the NodeNetworkState back at once when someone deletes it
+	// (its informer's delete event), not at the next change or resync.
+	Cache cache.Informers
 	// Backend names the backend the node's handler applies policies with.
 	Backend string
 	// Overlay reports the node's keyfile overlay (nm-overlay's status and marker).
@@ -64,6 +72,21 @@ func (r *Reporter) Start(ctx context.Context) error {
 		quiet = time.Second
 	}
 	logger := log.FromContext(ctx).WithName("nns-reporter")
+	deleted := make(chan struct{}, 1)
+	if r.Cache != nil {
+		inf, err := r.Cache.GetInformer(ctx, &v1beta1.NodeNetworkState{})
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
+			select {
+			case deleted <- struct{}{}:
+			default:
+			}
+		}}); err != nil {
+			return err
+		}
+	}
 	var lastWrite time.Time
 	for {
 		wrote, err := r.report(ctx)
@@ -88,6 +111,8 @@ func (r *Reporter) Start(ctx context.Context) error {
 				return nil
 			case <-time.After(time.Until(lastWrite.Add(minInterval))):
 			}
+		case <-deleted:
+			logger.Info("NodeNetworkState deleted; writing it again", "node", r.NodeName)
 		case <-time.After(resync):
 		}
 	}
@@ -120,22 +145,27 @@ func (r *Reporter) Report(ctx context.Context) error {
 	return err
 }
 
+// report reads the node's state and writes the NodeNetworkState if anything differs. A
+// read that fails is reported too (Failing, with why), keeping the last state read.
 func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
-	current, err := r.Show(ctx)
-	if err != nil {
-		return false, err
+	current, readErr := r.Show(ctx)
+	var raw []byte
+	var summarized string
+	if readErr == nil {
+		max := r.MaxStateBytes
+		if max <= 0 {
+			max = MaxStateBytes
+		}
+		if raw, summarized, err = fitState(current, max); err != nil {
+			return false, err
+		}
 	}
-	max := r.MaxStateBytes
-	if max <= 0 {
-		max = MaxStateBytes
-	}
-	raw, summarized, err := fitState(current, max)
-	if err != nil {
-		return false, err
-	}
-	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized, Backend: r.Backend}
+	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized, Backend: r.Backend,
+		HandlerNmstateVersion: r.EngineVersion}
 	if r.NMVersion != nil {
+		// The handler applies through the node's own NetworkManager.
 		status.HostNetworkManagerVersion, _ = r.NMVersion()
+		status.HandlerNetworkManagerVersion = status.HostNetworkManagerVersion
 	}
 	if r.Overlay != nil {
 		if status.Overlay, err = r.Overlay(); err != nil {
@@ -159,18 +189,32 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	} else if err != nil {
 		return false, err
 	}
-	if sameState(nns.Status.CurrentState.Raw, raw) && nns.Status.HostNetworkManagerVersion == status.HostNetworkManagerVersion &&
-		equality.Semantic.DeepEqual(nns.Status.Overlay, status.Overlay) && equality.Semantic.DeepEqual(nns.Status.Drift, status.Drift) &&
-		nns.Status.Summarized == status.Summarized {
-		return false, nil
+	if readErr != nil {
+		// What was read last stands, said to be old.
+		status.CurrentState, status.Summarized = nns.Status.CurrentState, nns.Status.Summarized
+		status.LastSuccessfulUpdateTime = nns.Status.LastSuccessfulUpdateTime
 	}
-	status.LastSuccessfulUpdateTime = metav1.Now()
+	status.Conditions = slices.Clone(nns.Status.Conditions)
+	shared.SetNodeNetworkState(&status.Conditions, readErr)
+	if sameState(nns.Status.CurrentState.Raw, status.CurrentState.Raw) && equality.Semantic.DeepEqual(withoutState(nns.Status), withoutState(status)) {
+		return false, readErr
+	}
+	if readErr == nil {
+		status.LastSuccessfulUpdateTime = metav1.Now()
+	}
 	nns.Status = status
 	if err := r.Client.Status().Update(ctx, nns); err != nil {
 		return false, err
 	}
 	nnsWrites.Inc()
-	return true, nil
+	return true, readErr
+}
+
+// withoutState is a status without what sameState compares (its JSON key order may
+// differ) and the time of the last write.
+func withoutState(s v1beta1.NodeNetworkStateStatus) v1beta1.NodeNetworkStateStatus {
+	s.CurrentState, s.LastSuccessfulUpdateTime = shared.State{}, metav1.Time{}
+	return s
 }
 
 // sameState compares two JSON documents by content (the API server may reorder keys).

@@ -54,8 +54,9 @@ func (h *Handler) write(ctx context.Context, w *readyourwrites.Writes, v *nodeVi
 	return nil
 }
 
-// patchStatus changes the status of the policy's enactment in one patch, and notes the
-// write for the pass to await.
+// patchStatus changes the status of the policy's enactment in one patch (a merge patch of
+// what changed: enactments have no status subresource, and the admission policy lets the
+// handler change nothing else), and notes the write for the pass to await.
 func (h *Handler) patchStatus(ctx context.Context, w *readyourwrites.Writes, v *nodeView, policy string,
 	change func(*v1beta1.NodeNetworkConfigurationEnactment)) (*v1beta1.NodeNetworkConfigurationEnactment, error) {
 	e, err := v.enactment(policy)
@@ -64,7 +65,7 @@ func (h *Handler) patchStatus(ctx context.Context, w *readyourwrites.Writes, v *
 	}
 	before := e.DeepCopy()
 	change(e)
-	if err := h.Client.Status().Patch(ctx, e, client.MergeFrom(before)); err != nil {
+	if err := h.Client.Patch(ctx, e, client.MergeFrom(before)); err != nil {
 		return nil, err
 	}
 	w.Wrote(e)
@@ -83,13 +84,21 @@ func (h *Handler) logDecision(ctx context.Context, s Snapshot, d Decision) {
 		return ok && (e == nil || u.changes(e))
 	}
 	for _, name := range d.Waiting {
+		e := s.Enactments[name]
+		aborted := e != nil && e.Status.PolicyGeneration == s.generation(name) && IsTrue(e, shared.EnactmentAborted, "")
+		said := fmt.Sprintf("%d/%t", s.generation(name), aborted)
 		l := log.V(1)
-		if h.waitLogged[name] != s.generation(name) {
+		if h.waitLogged[name] != said {
 			l = log
 			if h.waitLogged == nil {
-				h.waitLogged = map[string]int64{}
+				h.waitLogged = map[string]string{}
 			}
-			h.waitLogged[name] = s.generation(name)
+			h.waitLogged[name] = said
+		}
+		if aborted {
+			l.Info("not applying: the rollout of this generation was aborted (it failed on another node)", "policy", name,
+				"generation", s.generation(name))
+			continue
 		}
 		l.Info("waiting for the cluster controller to grant a rollout slot", "policy", name, "generation", s.generation(name))
 	}

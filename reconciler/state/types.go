@@ -206,9 +206,9 @@ var BondModes = []BondMode{"balance-rr", "active-backup", "balance-xor", "broadc
 
 // BondConfig is link-aggregation.
 type BondConfig struct {
-	Mode    BondMode          `json:"mode,omitempty"`
-	Options map[string]string `json:"options,omitempty"`
-	Port    []string          `json:"port"`
+	Mode    BondMode    `json:"mode,omitempty"`
+	Options BondOptions `json:"options,omitempty"`
+	Port    []string    `json:"port"`
 }
 
 // VLANConfig is vlan.

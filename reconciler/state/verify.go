@@ -163,7 +163,7 @@ func verifyBond(add func(string, ...any), n string, w, g *BondConfig) {
 		add("%s.link-aggregation.mode: %s, want %s", n, orNone(string(g.Mode)), w.Mode)
 	}
 	for _, k := range sortedKeys(w.Options) {
-		if v, ok := g.Options[k]; !ok || !sameBondOption(v, w.Options[k]) {
+		if v, ok := g.Options[k]; !ok || !SameBondOption(k, v, w.Options[k]) {
 			add("%s.link-aggregation.options.%s: %s, want %s", n, k, orNone(v), w.Options[k])
 		}
 	}
@@ -376,20 +376,6 @@ func bridgePortNames(b *BridgeConfig) []string {
 	}
 	return n
 }
-
-// sameBondOption: the kernel and NetworkManager spell some values as numbers, some as
-// names (lacp_rate fast or 1): both compare equal to what was asked.
-func sameBondOption(got, want string) bool {
-	if got == want {
-		return true
-	}
-	if alias, ok := bondOptionAliases[want]; ok {
-		return alias == got
-	}
-	return false
-}
-
-var bondOptionAliases = map[string]string{"slow": "0", "fast": "1", "0": "slow", "1": "fast"}
 
 // routeMatches: the running route got is the desired present route want. Metric and
 // table are compared only when want states them (0 and unset both mean the main table).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -33,6 +34,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
 // Node names of their own: the handler specs leave node-a and its NodeNetworkState behind.
@@ -234,7 +236,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, e))).To(Succeed()) })
 			before := e.DeepCopy()
 			e.Status.BootID = "boot-1"
-			Expect(handlerA.Status().Patch(ctx, e, client.MergeFrom(before))).To(Succeed(), "the handler patches its enactments' status")
+			Expect(handlerA.Patch(ctx, e, client.MergeFrom(before))).To(Succeed(), "the handler patches its enactments' status (no status subresource)")
 			got := &v1beta1.NodeNetworkConfigurationEnactment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(e), got)).To(Succeed())
 			Expect(got.Status.BootID).To(Equal("boot-1"))
@@ -266,7 +268,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 			create(theirs)
 			before := theirs.DeepCopy()
 			theirs.Status.BootID = "boot-taken-over"
-			expectDenied(handlerA.Status().Patch(ctx, theirs.DeepCopy(), client.MergeFrom(before)), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB, "(status)")
+			expectDenied(handlerA.Patch(ctx, theirs.DeepCopy(), client.MergeFrom(before)), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
 			expectDenied(handlerA.Delete(ctx, theirs.DeepCopy()), metav1.StatusReasonForbidden, admNodeA, "not "+admNodeB)
 			got := &v1beta1.NodeNetworkConfigurationEnactment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed(), "still there")
@@ -274,8 +276,8 @@ var _ = Describe("the admission policies", Ordered, func() {
 		})
 
 		It("denies relabelling its own enactment to another node, even where RBAC would allow the update", func() {
-			// The handler's role has no update on enactments (only on their status), so RBAC
-			// alone stops this today; grant it here to show the admission policy holds too.
+			// The handler's role has no update on enactments (only patch, for their status), so
+			// RBAC alone stops this today; grant it here to show the admission policy holds too.
 			role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "adm-test-enactment-update"},
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationenactments"}, Verbs: []string{"update"}}}}
 			create(role)
@@ -286,13 +288,13 @@ var _ = Describe("the admission policies", Ordered, func() {
 			mine := labelledEnactment(admNodeA+".relabel", admNodeA, "relabel")
 			Expect(handlerA.Create(ctx, mine)).To(Succeed())
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, mine))).To(Succeed()) })
-			// An update that keeps the node is admitted (once RBAC has the new binding).
+			// An update of its status alone is admitted (once RBAC has the new binding).
 			Eventually(func() error {
 				e := &v1beta1.NodeNetworkConfigurationEnactment{}
 				if err := handlerA.Get(ctx, client.ObjectKeyFromObject(mine), e); err != nil {
 					return err
 				}
-				e.Annotations = map[string]string{"example.com/touched": "yes"}
+				e.Status.BootID = "boot-1"
 				return handlerA.Update(ctx, e)
 			}, "10s", "100ms").Should(Succeed())
 
@@ -321,13 +323,42 @@ var _ = Describe("the admission policies", Ordered, func() {
 			metav1.SetMetaDataAnnotation(&granted.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(1, time.Now()))
 			expectDenied(handlerA.Create(ctx, granted, client.DryRunAll), metav1.StatusReasonForbidden,
 				"metadata.annotations[nmoverlay.io/rollout-slot]", "the cluster controller grants them")
-			// The controller's grant stays the handler's to keep: its own updates that leave
-			// it as it is are admitted.
+			// The controller's grant stays the handler's to keep: its own status updates that
+			// leave it as it is are admitted.
 			metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutSlotAnnotation, shared.FormatRolloutSlot(1, time.Now()))
 			Expect(k8s.Update(ctx, e.DeepCopy())).To(Succeed(), "the administrator (as the controller) grants it")
 			Expect(handlerA.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
-			e.Annotations["example.com/touched"] = "again"
+			e.Status.BootID = "boot-2"
 			Expect(handlerA.Update(ctx, e.DeepCopy())).To(Succeed())
+
+			// Nothing else of its metadata: not the controller's requeue mark, nor an
+			// annotation of its own, nor what ties it to its Node or keeps it.
+			nodeB := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: admNodeB, UID: "00000000-0000-0000-0000-00000000000b"}
+			for _, tc := range []struct {
+				what   string
+				change func(*v1beta1.NodeNetworkConfigurationEnactment)
+			}{
+				{"the controller's requeue mark", func(e *v1beta1.NodeNetworkConfigurationEnactment) {
+					metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutRequeuedAnnotation, "1")
+				}},
+				{"an annotation", func(e *v1beta1.NodeNetworkConfigurationEnactment) { e.Annotations["example.com/touched"] = "yes" }},
+				{"a label", func(e *v1beta1.NodeNetworkConfigurationEnactment) { e.Labels["example.com/touched"] = "yes" }},
+				{"a finalizer", func(e *v1beta1.NodeNetworkConfigurationEnactment) {
+					e.Finalizers = append(e.Finalizers, "example.com/keep")
+				}},
+				{"an owner", func(e *v1beta1.NodeNetworkConfigurationEnactment) {
+					e.OwnerReferences = append(e.OwnerReferences, nodeB)
+				}},
+			} {
+				By("not " + tc.what)
+				Expect(handlerA.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
+				tc.change(e)
+				expectDenied(handlerA.Update(ctx, e.DeepCopy()), metav1.StatusReasonForbidden,
+					"metadata: nmoverlay-handler on "+admNodeA+" may change only the status of NodeNetworkConfigurationEnactment "+mine.Name)
+			}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mine), e)).To(Succeed())
+			Expect(e.Status.BootID).To(Equal("boot-2"))
+			Expect(e.Finalizers).To(BeEmpty())
 		})
 
 		It("lets the handler name an enactment only <node>.<policy>, or that and a random suffix", func() {
@@ -418,6 +449,95 @@ var _ = Describe("the admission policies", Ordered, func() {
 			// the handler: the matchCondition keeps the policy off them.
 			e := labelledEnactment(admNodeA+".by-admin", admNodeB, "")
 			Expect(k8s.Create(ctx, e, client.DryRunAll)).To(Succeed())
+		})
+	})
+
+	Context("a compromised handler and the rollout", func() {
+		// What a node's own token can do to a rollout (README, Security): delete its own
+		// enactments, which the controller recreates, the node behind every node that has
+		// not had a grant; it cannot grant itself a slot (above), nor hold one beyond the
+		// slot timeout (TestPlanSlots), nor touch another node's enactment (above).
+		It("cannot hold a rollout back by deleting its own granted enactment", func() {
+			// adm-node-a (the compromised handler's) and adm-node-f, both Ready; a policy
+			// with one slot selects both, and adm-node-a comes first by name.
+			fair := map[string]string{"adm-fair": "yes"}
+			n := &corev1.Node{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: admNodeA}, n)).To(Succeed())
+			n.Labels = fair
+			Expect(k8s.Update(ctx, n)).To(Succeed())
+			kit.SetReady(n, corev1.ConditionTrue)
+			Expect(k8s.Status().Update(ctx, n)).To(Succeed())
+			_, err := kit.ReadyNode(ctx, k8s, "adm-node-f", fair)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() {
+				Expect(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "adm-node-f"}})).To(Succeed())
+			})
+			stop, err := kit.StartController(cfg, k8s.Scheme())
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(stop)
+
+			p := policy("adm-fair", fair, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1400}]}`)
+			p.Spec.MaxUnavailable = ptrTo(intstr.FromInt32(1))
+			create(p)
+			grantOf := func(node string) func() string {
+				return func() string {
+					e := enactment(node, p.Name)()
+					if e == nil {
+						return "<no enactment>"
+					}
+					return e.Annotations[shared.RolloutSlotAnnotation]
+				}
+			}
+			Eventually(grantOf(admNodeA), "10s").Should(HavePrefix("1/"), "the first node by name is granted")
+			Expect(grantOf("adm-node-f")()).To(BeEmpty())
+
+			// The compromised handler deletes its own enactment every 5 s, with its own
+			// token (RBAC and the admission policy allow it: a handler deletes those of
+			// policies gone).
+			hostile, cancel := context.WithCancel(ctx)
+			var deletions atomic.Int32
+			done := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(done)
+				for {
+					list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+					if err := handlerA.List(hostile, list, client.MatchingLabels{shared.NodeLabel: admNodeA, shared.PolicyLabel: p.Name}); err == nil {
+						for i := range list.Items {
+							if handlerA.Delete(hostile, &list.Items[i]) == nil {
+								deletions.Add(1)
+							}
+						}
+					}
+					select {
+					case <-hostile.Done():
+						return
+					case <-time.After(5 * time.Second):
+					}
+				}
+			}()
+			DeferCleanup(func() { cancel(); <-done })
+
+			// Within the first deletion's round, far inside the slot timeout (5 min), the
+			// other node is granted; the compromised node's recreated enactment waits, marked
+			// as behind the others.
+			Eventually(grantOf("adm-node-f"), "15s").Should(HavePrefix("1/"))
+			Eventually(enactment(admNodeA, p.Name), "10s").Should(SatisfyAll(
+				HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, shared.MessagePending),
+				HaveField("Annotations", HaveKeyWithValue(shared.RolloutRequeuedAnnotation, "1"))))
+			Consistently(grantOf(admNodeA), "11s").ShouldNot(HavePrefix("1/"), "not granted again while another node has not had its turn")
+			Expect(deletions.Load()).To(BeNumerically(">=", 2))
+
+			// Once adm-node-f reports, every node has had a grant: the compromised node may go.
+			cancel()
+			<-done
+			Eventually(func() error {
+				e := enactment("adm-node-f", p.Name)()
+				e.Status.PolicyGeneration = 1
+				shared.SetEnactment(&e.Status.Conditions, shared.EnactmentAvailable, "applied")
+				return k8s.Update(ctx, e)
+			}, "10s").Should(Succeed())
+			Eventually(grantOf(admNodeA), "10s").Should(HavePrefix("1/"))
 		})
 	})
 

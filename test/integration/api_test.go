@@ -108,7 +108,9 @@ var _ = Describe("the nmstate.io API", func() {
 			DesiredState: shared.State{Raw: []byte(`{"interfaces":[{"name":"br1","type":"linux-bridge"}]}`)},
 			Conditions: []metav1.Condition{{Type: shared.EnactmentAvailable, Status: metav1.ConditionTrue,
 				Reason: shared.ReasonSuccessfullyConfigured, LastTransitionTime: metav1.Now()}}}
-		Expect(k8s.Status().Update(ctx, nnce)).To(Succeed())
+		// No status subresource: the status is written with the object (the controller
+		// creates each enactment with its status in one write).
+		Expect(k8s.Update(ctx, nnce)).To(Succeed())
 		list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
 		Expect(k8s.List(ctx, list, client.MatchingLabels{shared.NodeLabel: "worker-0"})).To(Succeed())
 		Expect(list.Items).To(HaveLen(1))

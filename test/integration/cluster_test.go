@@ -5,6 +5,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,6 +20,27 @@ import (
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
+
+// enactmentStatuses returns "<node> Type/Reason: message" of the True condition of each of
+// the policy's enactments, sorted.
+func enactmentStatuses(policy string) func() []string {
+	return func() []string {
+		list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+		if err := k8s.List(context.Background(), list, client.MatchingLabels{shared.PolicyLabel: policy}); err != nil {
+			return []string{err.Error()}
+		}
+		var out []string
+		for _, e := range list.Items {
+			st := e.Labels[shared.NodeLabel] + " <none>"
+			if c := shared.TrueCondition(e.Status.Conditions); c != nil {
+				st = e.Labels[shared.NodeLabel] + " " + c.Type + "/" + c.Reason + ": " + c.Message
+			}
+			out = append(out, st)
+		}
+		slices.Sort(out)
+		return out
+	}
+}
 
 // policyCondition returns "Type=Reason: message" of the policy's True condition.
 func policyCondition(name string) func() string {
@@ -40,30 +62,30 @@ var _ = Describe("the cluster controller", func() {
 	ctx := context.Background()
 	var pools int
 
-	// report writes an enactment as a handler on that node would.
+	// report writes an enactment's status as a handler on that node would, once the
+	// controller has created it (the controller writes it too: a conflict is tried again).
 	report := func(nodeName, policy string, generation int64, set func(*v1beta1.NodeNetworkConfigurationEnactment, string)) {
 		GinkgoHelper()
-		e := &v1beta1.NodeNetworkConfigurationEnactment{}
-		err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e)
-		if err != nil {
-			e = &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentKey(nodeName, policy),
-				Labels: map[string]string{shared.NodeLabel: nodeName, shared.PolicyLabel: policy}}}
-			Expect(k8s.Create(ctx, e)).To(Succeed())
-		}
-		set(e, "from "+nodeName)
-		e.Status.PolicyGeneration = generation
-		Expect(k8s.Status().Update(ctx, e)).To(Succeed())
+		Eventually(func() error {
+			e := &v1beta1.NodeNetworkConfigurationEnactment{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(nodeName, policy)}, e); err != nil {
+				return err
+			}
+			set(e, "from "+nodeName)
+			e.Status.PolicyGeneration = generation
+			return k8s.Update(ctx, e)
+		}, "10s").Should(Succeed())
 	}
 
-	// start runs the controller until the spec ends, and creates a pool of three nodes of
-	// the spec's own, c<n>-1 to c<n>-3 labelled pool=c<n>; it returns the pool's name.
+	// start runs the controller until the spec ends, and creates a pool of three Ready nodes
+	// of the spec's own, c<n>-1 to c<n>-3 labelled pool=c<n>; it returns the pool's name.
 	start := func() string {
 		GinkgoHelper()
 		pools++
 		pool := fmt.Sprintf("c%d", pools)
 		for i := 1; i <= 3; i++ {
-			Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", pool, i),
-				Labels: map[string]string{"pool": pool}}})).To(Succeed())
+			_, err := kit.ReadyNode(ctx, k8s, fmt.Sprintf("%s-%d", pool, i), map[string]string{"pool": pool})
+			Expect(err).NotTo(HaveOccurred())
 		}
 		stop, err := kit.StartController(cfg, k8s.Scheme())
 		Expect(err).NotTo(HaveOccurred())
@@ -89,7 +111,7 @@ var _ = Describe("the cluster controller", func() {
 		name := pool + "-none"
 		Expect(k8s.Create(ctx, policy(name, map[string]string{"pool": "nowhere"}, `{}`))).To(Succeed())
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed()) })
-		Eventually(policyCondition(name), "10s").Should(Equal("Ignored=NoMatchingNode: no node matches the node selector"))
+		Eventually(policyCondition(name), "10s").Should(Equal("Ignored=NoMatchingNode: Policy does not match any node"))
 	})
 
 	It("is progressing until every selected node reports, then available", func() {
@@ -97,10 +119,17 @@ var _ = Describe("the cluster controller", func() {
 		name := pool + "-br"
 		Expect(k8s.Create(ctx, policy(name, map[string]string{"pool": pool}, `{"interfaces":[{"name":"br9","type":"linux-bridge"}]}`))).To(Succeed())
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, policy(name, nil, ""))).To(Succeed()) })
-		Eventually(policyCondition(name), "10s").Should(Equal("Progressing=ConfigurationProgressing: 0/3 nodes configured, 0 failed, 3 in progress, 0 waiting for a rollout slot"))
+		// maxUnavailable 50% of 3: two nodes granted, one pending; every node has an enactment.
+		Eventually(policyCondition(name), "10s").Should(Equal("Progressing=ConfigurationProgressing: Policy is progressing 0/3 nodes finished, 1 pending"))
+		Eventually(enactmentStatuses(name), "10s").Should(Equal([]string{
+			pool + "-1 Progressing/ConfigurationProgressing: Applying desired state",
+			pool + "-2 Progressing/ConfigurationProgressing: Applying desired state",
+			pool + "-3 Pending/MaxUnavailableLimitReached: Waiting for progressing nodes to finish"}))
 		report(pool+"-1", name, 1, node.SetAvailable)
 		report(pool+"-2", name, 1, node.SetAvailable)
-		Eventually(policyCondition(name), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 2/3"))
+		Eventually(enactmentStatuses(name), "10s").Should(ContainElement(pool+"-3 Progressing/ConfigurationProgressing: Applying desired state"),
+			"the freed slot goes to the pending node")
+		Eventually(policyCondition(name), "10s").Should(Equal("Progressing=ConfigurationProgressing: Policy is progressing 2/3 nodes finished"))
 		report(pool+"-3", name, 1, node.SetAvailable)
 		Eventually(policyCondition(name), "10s").Should(Equal("Available=SuccessfullyConfigured: 3/3 nodes successfully configured"))
 		Eventually(func() []string { return policyEvents(name) }, "10s").Should(ConsistOf("Normal SuccessfullyConfigured 3/3 nodes successfully configured"),
@@ -114,7 +143,7 @@ var _ = Describe("the cluster controller", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
 		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"br9","type":"linux-bridge","mtu":9000}]}`)}
 		Expect(k8s.Update(ctx, p)).To(Succeed())
-		Eventually(policyCondition(name), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: 0/3"))
+		Eventually(policyCondition(name), "10s").Should(HavePrefix("Progressing=ConfigurationProgressing: Policy is progressing 0/3"))
 		report(pool+"-1", name, 2, node.SetAvailable)
 		report(pool+"-2", name, 2, node.SetAvailable)
 		report(pool+"-3", name, 2, node.SetFailing)

@@ -376,9 +376,19 @@ var _ = Describe("the per-node handler", func() {
 		p := policy(rollout, w.sel, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1400}]}`)
 		p.Spec.MaxUnavailable = &one
 		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(policyCondition(rollout), "10s").Should(HaveSuffix("1 in progress, 1 waiting for a rollout slot"))
+		Eventually(policyCondition(rollout), "10s").Should(Equal("Progressing=ConfigurationProgressing: Policy is progressing 0/2 nodes finished, 1 pending"))
+		Eventually(enactment(name, rollout), "10s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached,
+			shared.MessagePending), "every selected node has an enactment: Pending until its grant")
+		// The node's start is over (its NodeNetworkState written) and the pass the
+		// enactment's creation woke is past (the handler gathers grants for 2 s).
+		Eventually(func() []metav1.Condition {
+			nns := &v1beta1.NodeNetworkState{}
+			_ = k8s.Get(ctx, client.ObjectKey{Name: name}, nns)
+			return nns.Status.Conditions
+		}, "10s").ShouldNot(BeEmpty())
+		time.Sleep(3 * time.Second)
 		requests := w.nodes[0].Requests()
-		Consistently(enactment(name, rollout), "3s").Should(BeNil(), "no slot granted: no enactment yet")
+		Consistently(enactment(name, rollout), "3s").Should(HaveEnactmentCondition(shared.EnactmentPending, shared.ReasonMaxUnavailableLimitReached, ""))
 		Expect(w.nodes[0].Requests()).To(Equal(requests), "the waiting node made a request")
 		applied, _ := w.nodes[0].Engine.Last()
 		Expect(ifaceNames(applied)).NotTo(ContainElement("eth7"), "nothing applied while waiting")
@@ -388,10 +398,14 @@ var _ = Describe("the per-node handler", func() {
 
 		// Generation 2: the ghost's grant is Ready but timed out (a handler that died mid-apply).
 		setReady(corev1.ConditionTrue)
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: rollout}, p)).To(Succeed())
-		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)}
 		grantGhost(2, time.Now().Add(-10*time.Minute))
-		Expect(k8s.Update(ctx, p)).To(Succeed())
+		Eventually(func() error { // the controller writes the policy's status meanwhile
+			if err := k8s.Get(ctx, client.ObjectKey{Name: rollout}, p); err != nil {
+				return err
+			}
+			p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)}
+			return k8s.Update(ctx, p)
+		}, "5s").Should(Succeed())
 		Eventually(func() int64 {
 			e := enactment(name, rollout)()
 			if e == nil || !node.IsTrue(e, shared.EnactmentAvailable, "") {

@@ -4,6 +4,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,9 +13,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
@@ -26,6 +29,7 @@ type reporterNode struct {
 	mu      sync.Mutex
 	current state.State
 	reads   int
+	readErr error // what Show returns instead of the state, when set
 	changes chan struct{}
 }
 
@@ -47,14 +51,23 @@ func startReporter() *reporterNode {
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			n.reads++
-			return n.current, nil
+			return n.current, n.readErr
 		},
-		NMVersion: func() (string, error) { return "1.42.4", nil },
+		NMVersion:     func() (string, error) { return "1.42.4", nil },
+		EngineVersion: version.Engine("test"),
 		Overlay: func() (*v1beta1.OverlayStatus, error) {
 			return &v1beta1.OverlayStatus{Ephemeral: []v1beta1.EphemeralProfile{{File: "br-ex.nmconnection", Change: "added", ID: "br-ex", Owned: false}}}, nil
 		},
 	}
 	rctx, stop := context.WithCancel(ctx)
+	// The cache a handler's manager gives it, scoped to its node (node.CacheOptions).
+	opts := node.CacheOptions(n.name)
+	opts.Scheme = k8s.Scheme()
+	c, err := cache.New(cfg, opts)
+	Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(rctx) }()
+	Expect(c.WaitForCacheSync(rctx)).To(BeTrue())
+	r.Cache = c
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Start(rctx) }()
 	DeferCleanup(func() { stop(); <-done })
@@ -102,6 +115,47 @@ var _ = Describe("the NodeNetworkState reporter", func() {
 		Expect(s.OwnerReferences).To(ContainElement(HaveField("Name", n.name)))
 		Expect(s.Status.HostNetworkManagerVersion).To(Equal("1.42.4"))
 		Expect(s.Status.Overlay.Ephemeral).To(ContainElement(HaveField("Owned", false)))
+		// kubernetes-nmstate's fields: the NetworkManager the handler applies through (the
+		// node's), the engine's version, and whether the state could be read.
+		Expect(s.Status.HandlerNetworkManagerVersion).To(Equal("1.42.4"))
+		Expect(s.Status.HandlerNmstateVersion).To(Equal("nmoverlay " + version.Version + " (test)"))
+		Expect(s.Status.Conditions).To(ConsistOf(
+			SatisfyAll(HaveField("Type", "Available"), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "SuccessfullyConfigured")),
+			SatisfyAll(HaveField("Type", "Failing"), HaveField("Status", metav1.ConditionFalse))))
+	})
+
+	It("comes back within 5 s when someone deletes it", func() {
+		n := startReporter()
+		n.reported()
+		Expect(k8s.Delete(context.Background(), n.nns())).To(Succeed())
+		deleted := time.Now()
+		Eventually(func() string {
+			if s := n.nns(); s != nil {
+				return string(s.Status.CurrentState.Raw)
+			}
+			return ""
+		}, "5s", "50ms").Should(ContainSubstring(`"mtu":1500`))
+		AddReportEntry("NodeNetworkState back after", time.Since(deleted).String())
+	})
+
+	It("says Failing, with why, when the node's state cannot be read, and keeps the last state read", func() {
+		n := startReporter()
+		n.reported()
+		n.mu.Lock()
+		n.readErr = errors.New("NetworkManager is not running")
+		n.mu.Unlock()
+		n.changes <- struct{}{}
+		Eventually(func() []metav1.Condition { return n.nns().Status.Conditions }, "10s").Should(ContainElement(SatisfyAll(
+			HaveField("Type", "Failing"), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "FailedToConfigure"),
+			HaveField("Message", ContainSubstring("NetworkManager is not running")))))
+		Expect(string(n.nns().Status.CurrentState.Raw)).To(ContainSubstring(`"mtu":1500`))
+
+		n.mu.Lock()
+		n.readErr = nil
+		n.mu.Unlock()
+		n.changes <- struct{}{}
+		Eventually(func() []metav1.Condition { return n.nns().Status.Conditions }, "10s").Should(ContainElement(SatisfyAll(
+			HaveField("Type", "Available"), HaveField("Status", metav1.ConditionTrue))))
 	})
 
 	It("writes nothing when a change signal brings no change", func() {

@@ -180,7 +180,7 @@ func perPolicy(ctx context.Context, n *overlayNode, k8s client.Client, cfg *rest
 				return 0, err
 			}
 			node.SetProgressing(e, "applying")
-			if err := k8s.Status().Update(ctx, e); err != nil {
+			if err := k8s.Update(ctx, e); err != nil { // no status subresource
 				return 0, err
 			}
 			s, err := state.Parse([]byte(policies[name]))
@@ -197,7 +197,7 @@ func perPolicy(ctx context.Context, n *overlayNode, k8s client.Client, cfg *rest
 			if err != nil {
 				failed = append(failed, name)
 				node.SetFailing(e, err.Error())
-				if err := k8s.Status().Update(ctx, e); err != nil {
+				if err := k8s.Update(ctx, e); err != nil { // no status subresource
 					return 0, err
 				}
 				continue
@@ -207,7 +207,7 @@ func perPolicy(ctx context.Context, n *overlayNode, k8s client.Client, cfg *rest
 			}
 			node.SetAvailable(e, "applied")
 			e.Status.BootID = boot
-			if err := k8s.Status().Update(ctx, e); err != nil {
+			if err := k8s.Update(ctx, e); err != nil { // no status subresource
 				return 0, err
 			}
 		}

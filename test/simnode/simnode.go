@@ -7,7 +7,9 @@ package simnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nmoverlay/nmoverlay/internal/version"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
@@ -32,7 +35,8 @@ type Engine struct {
 	pending   *state.State  // applied, not yet committed or rolled back
 	commits   []state.State // every committed state, in order
 	rollbacks int
-	applies   int // every Apply, converged or not
+	applies   int             // every Apply, converged or not
+	tried     map[string]bool // every interface name an Apply was given
 	changes   chan struct{}
 }
 
@@ -71,6 +75,12 @@ func (e *Engine) Apply(_ context.Context, d node.Desired) (node.Transaction, err
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.applies++
+	if e.tried == nil {
+		e.tried = map[string]bool{}
+	}
+	for _, it := range s.Interfaces {
+		e.tried[it.Name] = true
+	}
 	for _, it := range s.Interfaces {
 		if it.Name == "broken0" {
 			return nil, errors.New("did not converge: broken0: does not exist; rolled back")
@@ -121,6 +131,13 @@ func (e *Engine) Applies() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.applies
+}
+
+// Tried reports whether an Apply, converged or not, was ever given interface name.
+func (e *Engine) Tried(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.tried[name]
 }
 
 // Rollbacks counts the transactions rolled back.
@@ -194,8 +211,9 @@ func (n *Node) Start() error {
 		return err
 	}
 	err = mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: n.Name, Changes: n.Engine.changes,
-		Show:      func(context.Context) (state.State, error) { s, _ := n.Engine.Last(); return s, nil },
-		NMVersion: func() (string, error) { return "1.42.4", nil },
+		Show:          func(context.Context) (state.State, error) { s, _ := n.Engine.Last(); return s, nil },
+		NMVersion:     func() (string, error) { return "1.42.4", nil },
+		EngineVersion: version.Engine("simulated"), Cache: mgr.GetCache(),
 	})
 	if err != nil {
 		return err
@@ -216,6 +234,9 @@ type counting struct {
 }
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	if os.Getenv("SIMNODE_DEBUG") != "" {
+		fmt.Fprintln(os.Stderr, "SIMREQ", time.Now().Format("15:04:05.000"), r.Method, r.URL.String(), r.UserAgent())
+	}
 	c.n.Add(1)
 	return c.rt.RoundTrip(r)
 }
