@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,6 +92,11 @@ type Handler struct {
 	// waitLogged: what was last logged of each policy waiting for a slot: its generation,
 	// and whether its rollout was aborted.
 	waitLogged map[string]string
+	// burst: the grants gathered for the next pass (gatherWait).
+	burst struct {
+		sync.Mutex
+		first, last time.Time
+	}
 	// unrestored: NetworkManager could not roll back an apply (its checkpoint was lost)
 	// and restoring the last committed state failed too; every pass tries again first.
 	unrestored string
@@ -150,23 +156,61 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(h)
 }
 
-// grantGathering is how long a pass woken by a rollout slot grant waits for the node's
-// other grants: the controller grants each policy's slots on its own, and policies created
-// together would otherwise cost a transaction (and its probes) each.
-const grantGathering = 2 * time.Second
+// Grants are gathered before a pass: the controller grants each policy's slots on its
+// own, and policies created together would otherwise cost a transaction (and its probes)
+// each. A pass woken by a grant waits until none came for grantQuiet, and no longer than
+// grantGathering after the first: a lone grant is applied at once, a burst together.
+const (
+	grantQuiet     = 300 * time.Millisecond
+	grantGathering = 2 * time.Second
+)
 
-// onEnactment wakes the handler on its enactments' grants (gathered for grantGathering:
-// policies granted together are applied in one transaction) and at once on a deletion.
+// gatherWait is how long a pass waits for more grants: the burst began at first, its last
+// grant came at last (zero: no burst).
+func gatherWait(first, last, now time.Time) time.Duration {
+	if first.IsZero() {
+		return 0
+	}
+	quiet, capped := last.Add(grantQuiet).Sub(now), first.Add(grantGathering).Sub(now)
+	return max(min(quiet, capped), 0)
+}
+
+// grantArrived notes a grant (or a new enactment) for gatherWait.
+func (h *Handler) grantArrived(now time.Time) {
+	h.burst.Lock()
+	defer h.burst.Unlock()
+	if h.burst.first.IsZero() {
+		h.burst.first = now
+	}
+	h.burst.last = now
+}
+
+// gathering is how long the pass must still wait for grants; once none is to come, the
+// burst is over.
+func (h *Handler) gathering(now time.Time) time.Duration {
+	h.burst.Lock()
+	defer h.burst.Unlock()
+	wait := gatherWait(h.burst.first, h.burst.last, now)
+	if wait == 0 {
+		h.burst.first, h.burst.last = time.Time{}, time.Time{}
+	}
+	return wait
+}
+
+// onEnactment wakes the handler on its enactments' grants and creations (gathered:
+// gatherWait) and at once on a deletion.
 func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: h.NodeName}}
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[client.Object], q queue) {
-			q.AddAfter(req, grantGathering)
+			h.grantArrived(time.Now())
+			q.AddAfter(req, grantQuiet)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			if e.ObjectOld.GetAnnotations()[shared.RolloutSlotAnnotation] != e.ObjectNew.GetAnnotations()[shared.RolloutSlotAnnotation] {
-				q.AddAfter(req, grantGathering)
+				h.grantArrived(time.Now())
+				q.AddAfter(req, grantQuiet)
 			}
 		},
 		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[client.Object], q queue) { q.Add(req) },
@@ -177,6 +221,9 @@ func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconci
 // up to date: a new or changed policy, a label change, a new boot. It returns once its
 // cache shows what it wrote, so the next pass never decides on stale enactments.
 func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if wait := h.gathering(time.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	if !h.writes.Await(ctx, h.Client, h.APIReader) {
 		// A cache still without the last pass's writes (an API server dropping watches)
 		// would have this pass write them again, or conflict.

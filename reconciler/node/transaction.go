@@ -29,18 +29,28 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 	start := time.Now()
 	result := "failed"
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot, "policies", policies)
+	// Where the time went: the probes before the change, the change itself (activation,
+	// DHCP leases included), the probes after it, and the commit.
+	var phases []any
+	phase := func(name string, since time.Time) time.Time {
+		now := time.Now()
+		phases = append(phases, name, now.Sub(since).Round(time.Millisecond).String())
+		return now
+	}
 	defer func() {
 		took := time.Since(start)
 		applyDuration.WithLabelValues(result).Observe(took.Seconds())
 		if err == nil {
-			log.Info("applied", "duration", took.Round(time.Millisecond).String())
+			log.Info("applied", append([]any{"duration", took.Round(time.Millisecond).String()}, phases...)...)
 		} else {
-			log.Info("not applied", "reason", err.Error(), "duration", took.Round(time.Millisecond).String())
+			log.Info("not applied", append([]any{"reason", err.Error(), "duration", took.Round(time.Millisecond).String()}, phases...)...)
 		}
 	}()
 	log.V(1).Info("applying", "backend", h.Backend.Name())
 	healthy := h.baseline(ctx)
+	at := phase("probesBefore", start)
 	tx, err := h.Backend.Apply(ctx, desired)
+	at = phase("change", at)
 	if err != nil {
 		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*field.Error)) || errors.As(err, new(*PoliciesRefused)) {
 			return err // nothing was changed
@@ -53,7 +63,9 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 		}
 		return err
 	}
-	if err := h.Probes.Verify(ctx, healthy); err != nil {
+	err = h.Probes.Verify(ctx, healthy)
+	at = phase("probesAfter", at)
+	if err != nil {
 		rollbacks.WithLabelValues("probe").Inc()
 		h.keepProbes(healthy)
 		if rbErr := tx.Rollback(ctx); rbErr != nil {
@@ -62,7 +74,9 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 		result = "rolled_back"
 		return probeFailure{fmt.Errorf("%w; rolled back", err)}
 	}
-	if err := tx.Commit(ctx); err != nil {
+	err = tx.Commit(ctx)
+	phase("commit", at)
+	if err != nil {
 		h.keepProbes(healthy)
 		return h.restored(ctx, v, err)
 	}

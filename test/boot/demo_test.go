@@ -60,6 +60,17 @@ var _ = Describe("the demo scenario", func() {
 			HaveField("Interface", demo.Bridge), HaveField("Change", overlay.Added))))
 		Expect(report.LowerLayer).To(ConsistOf(localcluster.Uplink+".nmconnection", localcluster.SecondNIC+".nmconnection"))
 
+		By("the time to Available is split into the wait for a grant, the apply and its probes")
+		Expect(report.Split).To(HaveLen(len(nodes)))
+		for _, n := range nodes {
+			s := report.Split[n]
+			Expect(s.Granted).To(BeNumerically(">", 0), n)
+			Expect(s.Available).To(BeNumerically(">", s.Granted), n)
+			Expect(s.Apply).To(BeNumerically(">", 0), "%s: the handler's applied line", n)
+			Expect(s.ProbesBefore+s.Change+s.ProbesAfter+s.Commit).To(BeNumerically("<=", s.Apply+5*time.Millisecond), "%s: each phase rounded to 1 ms", n)
+			GinkgoWriter.Printf("%s: %s\n", n, s)
+		}
+
 		By("the reboot was a new boot, and the restarted handler re-applied the policy in it")
 		Expect(report.BootIDs[0]).NotTo(Equal(report.BootIDs[1]))
 		Expect(report.Reconverge).To(BeNumerically(">", 0))

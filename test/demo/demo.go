@@ -99,6 +99,8 @@ type Report struct {
 	// to the address its policy gave the bridge.
 	Applied   time.Duration
 	Addresses map[string]string
+	// Split is, per node, where its policy's time went from creation to Available.
+	Split map[string]ApplySplit
 	// Denial is what the API server told one node's handler (its pod's own token) that
 	// tried to delete another node's enactment; HandlerUser is who that token is.
 	Denial, HandlerUser string
@@ -126,6 +128,22 @@ type Report struct {
 	UpperAfterDelete []overlay.ProfileChange
 	// NodesAfterDelete maps each node to the profile its second NIC runs.
 	NodesAfterDelete map[string]string
+}
+
+// ApplySplit is where one node's policy spent its time, from its creation to Available.
+type ApplySplit struct {
+	// Granted and Available: from the policy's creation until its enactment on the node
+	// carried its rollout slot, and until it was Available (the API watched every 20 ms).
+	Granted, Available time.Duration
+	// The handler's own figures (its "applied" log line): the whole apply, and in it the
+	// probes before the change, the change (activation), the probes after it, the commit.
+	Apply, ProbesBefore, Change, ProbesAfter, Commit time.Duration
+}
+
+func (s ApplySplit) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("granted after %s, Available after %s; the apply took %s (probes before %s, change %s, probes after %s, commit %s)",
+		r(s.Granted), r(s.Available), r(s.Apply), r(s.ProbesBefore), r(s.Change), r(s.ProbesAfter), r(s.Commit))
 }
 
 // Step is one step of the walk-through and how long it took.
@@ -411,6 +429,7 @@ func (r *run) machineConfig(ctx context.Context) error {
 
 func (r *run) apply(ctx context.Context) error {
 	start := time.Now()
+	watched := r.watchEnactments(ctx, start)
 	for i, n := range r.c.Nodes {
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: BridgePolicy(n.Name)}}
 		p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.Name}
@@ -426,6 +445,15 @@ func (r *run) apply(ctx context.Context) error {
 	}
 	r.report.Applied = time.Since(start)
 	r.printf("Available on every node after %s\n", r.report.Applied.Round(10*time.Millisecond))
+	r.report.Split = watched()
+	for _, n := range r.c.Nodes {
+		split := r.report.Split[n.Name]
+		if err := r.handlerFigures(ctx, n, BridgePolicy(n.Name), &split); err != nil {
+			r.printf("    (%s: the handler's figures: %v)\n", n.Name, err)
+		}
+		r.report.Split[n.Name] = split
+		r.printf("    %s: %s\n", n.Name, split)
+	}
 	if err := r.kubectl(ctx, "get", "nncp,nnce"); err != nil {
 		return err
 	}
@@ -437,6 +465,72 @@ func (r *run) apply(ctx context.Context) error {
 		r.report.Addresses[n.Name] = BridgeAddress(i)
 	}
 	r.show(ctx, r.c.Nodes[0], "ip", "route", "show", routeDestination)
+	return nil
+}
+
+// watchEnactments looks at the demo policies' enactments every 20 ms from start; the
+// function it returns stops it and tells, per node, when its enactment was granted and
+// when Available.
+func (r *run) watchEnactments(ctx context.Context, start time.Time) func() map[string]ApplySplit {
+	ctx, cancel := context.WithCancel(ctx)
+	splits := map[string]ApplySplit{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+			if err := r.k8s.List(ctx, list); err == nil {
+				for _, e := range list.Items {
+					node := e.Labels[shared.NodeLabel]
+					if e.Labels[shared.PolicyLabel] != BridgePolicy(node) {
+						continue
+					}
+					s := splits[node]
+					if _, ok := e.Annotations[shared.RolloutSlotAnnotation]; ok && s.Granted == 0 {
+						s.Granted = time.Since(start)
+					}
+					if isTrue(e.Status.Conditions, shared.EnactmentAvailable) && s.Available == 0 {
+						s.Available = time.Since(start)
+					}
+					splits[node] = s
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() map[string]ApplySplit { cancel(); <-done; return splits }
+}
+
+// handlerFigures reads the handler's "applied" log line for policy on node n (the
+// kubelet keeps its log under /var/log/pods) into s.
+func (r *run) handlerFigures(ctx context.Context, n *lc.Node, policy string, s *ApplySplit) error {
+	out, err := n.Run(ctx, "sh", "-c", "cat /var/log/pods/"+r.w.Namespace+"_"+r.w.Handler+"-*/handler/*.log")
+	if err != nil {
+		return err
+	}
+	var line map[string]any
+	for _, l := range strings.Split(out, "\n") {
+		i := strings.Index(l, "{")
+		if i < 0 || !strings.Contains(l, `"msg":"applied"`) || !strings.Contains(l, `"`+policy+`/`) {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(l[i:]), &m) == nil {
+			line = m // the last one: the policy's own apply
+		}
+	}
+	if line == nil {
+		return fmt.Errorf("no \"applied\" line for %s", policy)
+	}
+	for key, d := range map[string]*time.Duration{"duration": &s.Apply, "probesBefore": &s.ProbesBefore, "change": &s.Change,
+		"probesAfter": &s.ProbesAfter, "commit": &s.Commit} {
+		if v, ok := line[key].(string); ok {
+			*d, _ = time.ParseDuration(v)
+		}
+	}
 	return nil
 }
 
