@@ -113,16 +113,18 @@ const (
 	NMStateProgressing = "Progressing"
 	NMStateDegraded    = "Degraded"
 
-	// ReasonDeployed: the handler runs on every node it selects and the controller is up.
-	ReasonDeployed = "Deployed"
-	// ReasonRollingOut: the handler or the controller is being (re)deployed.
-	ReasonRollingOut = "RollingOut"
-	// ReasonApplyFailed: an object could not be applied; the message says which and why.
-	ReasonApplyFailed = "ApplyFailed"
-	// ReasonIgnored: this NMState is not the singleton named NMStateName.
+	// Reasons, kubernetes-nmstate's (api/shared/nmstate_types.go): every condition carries
+	// the reason of the state the NMState is in.
+	// ReasonSuccessfullyDeployed: the handler runs on every node it selects and the
+	// controller is up.
+	ReasonSuccessfullyDeployed = "SuccessfullyDeployed"
+	// ReasonDeploying: the handler or the controller is being (re)deployed.
+	ReasonDeploying = "Deploying"
+	// ReasonInternalError: an object could not be applied; the message says which and why.
+	ReasonInternalError = "InternalError"
+	// ReasonIgnored: this NMState is not the singleton named NMStateName (which
+	// kubernetes-nmstate deletes; nmoverlay leaves an administrator's object be).
 	ReasonIgnored = "Ignored"
-	// ReasonAsExpected: nothing is wrong.
-	ReasonAsExpected = "AsExpected"
 )
 
 // NMStateStatus says whether the handler and the controller are deployed.

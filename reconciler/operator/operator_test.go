@@ -156,6 +156,8 @@ func TestDesired(t *testing.T) {
 // equal is semantic: an empty and a nil map or slice are the same.
 func equal(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
 
+// The NMState's conditions, with kubernetes-nmstate's types and reasons (its operator's
+// reconcileStatus): Progressing while deploying, Degraded on an error, else Available.
 func TestConditions(t *testing.T) {
 	ds := func(gen, observed int64, desired, updated, available int32) *appsv1.DaemonSet {
 		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Status: appsv1.DaemonSetStatus{ObservedGeneration: observed,
@@ -174,19 +176,19 @@ func TestConditions(t *testing.T) {
 		msg  string // in Available's message
 	}{
 		{"apply failed", observed{applyErr: errors.New("DaemonSet x: forbidden"), handler: ds(1, 1, 2, 2, 2), controller: up},
-			"False/ApplyFailed False/ApplyFailed True/ApplyFailed", "forbidden"},
-		{"nothing created yet", observed{}, "False/RollingOut True/RollingOut False/AsExpected", "handler DaemonSet is not created"},
-		{"controller not created yet", observed{handler: ds(1, 1, 2, 2, 2)}, "False/RollingOut True/RollingOut False/AsExpected", "controller Deployment is not created"},
-		{"new handler spec not observed", observed{handler: ds(2, 1, 2, 2, 2), controller: up}, "False/RollingOut True/RollingOut False/AsExpected", "not observed"},
-		{"handler rolling", observed{handler: ds(2, 2, 3, 1, 3), controller: up}, "False/RollingOut True/RollingOut False/AsExpected",
+			"False/InternalError False/InternalError True/InternalError", "forbidden"},
+		{"nothing created yet", observed{}, "False/Deploying True/Deploying False/Deploying", "handler DaemonSet is not created"},
+		{"controller not created yet", observed{handler: ds(1, 1, 2, 2, 2)}, "False/Deploying True/Deploying False/Deploying", "controller Deployment is not created"},
+		{"new handler spec not observed", observed{handler: ds(2, 1, 2, 2, 2), controller: up}, "False/Deploying True/Deploying False/Deploying", "not observed"},
+		{"handler rolling", observed{handler: ds(2, 2, 3, 1, 3), controller: up}, "False/Deploying True/Deploying False/Deploying",
 			"updated on 1 and available on 3 of 3 nodes"},
-		{"handler not yet available", observed{handler: ds(1, 1, 3, 3, 2), controller: up}, "False/RollingOut True/RollingOut False/AsExpected", "available on 2 of 3"},
+		{"handler not yet available", observed{handler: ds(1, 1, 3, 3, 2), controller: up}, "False/Deploying True/Deploying False/Deploying", "available on 2 of 3"},
 		{"controller rolling", observed{handler: ds(1, 1, 2, 2, 2), controller: dep(2, 2, 1, 2, corev1.ConditionTrue)},
-			"False/RollingOut True/RollingOut False/AsExpected", "1 updated and 2 available of 2"},
+			"False/Deploying True/Deploying False/Deploying", "1 updated and 2 available of 2"},
 		{"controller not available", observed{handler: ds(1, 1, 2, 2, 2), controller: dep(1, 1, 2, 2, corev1.ConditionFalse)},
-			"False/RollingOut True/RollingOut False/AsExpected", "controller has"},
-		{"deployed", observed{handler: ds(3, 3, 2, 2, 2), controller: up}, "True/Deployed False/Deployed False/AsExpected", "runs on 2 nodes"},
-		{"a handler that selects no node is deployed", observed{handler: ds(1, 1, 0, 0, 0), controller: up}, "True/Deployed False/Deployed False/AsExpected", "runs on 0 nodes"},
+			"False/Deploying True/Deploying False/Deploying", "controller has"},
+		{"deployed", observed{handler: ds(3, 3, 2, 2, 2), controller: up}, "True/SuccessfullyDeployed False/SuccessfullyDeployed False/SuccessfullyDeployed", "runs on 2 nodes"},
+		{"a handler that selects no node is deployed", observed{handler: ds(1, 1, 0, 0, 0), controller: up}, "True/SuccessfullyDeployed False/SuccessfullyDeployed False/SuccessfullyDeployed", "runs on 0 nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conds := conditions(tc.obs, 7)

@@ -31,26 +31,26 @@ func conditions(o observed, generation int64) []metav1.Condition {
 	if o.applyErr != nil {
 		msg := o.applyErr.Error()
 		return []metav1.Condition{
-			c(nmstatev1.NMStateAvailable, false, nmstatev1.ReasonApplyFailed, msg),
-			c(nmstatev1.NMStateProgressing, false, nmstatev1.ReasonApplyFailed, msg),
-			c(nmstatev1.NMStateDegraded, true, nmstatev1.ReasonApplyFailed, msg),
+			c(nmstatev1.NMStateAvailable, false, nmstatev1.ReasonInternalError, msg),
+			c(nmstatev1.NMStateProgressing, false, nmstatev1.ReasonInternalError, msg),
+			c(nmstatev1.NMStateDegraded, true, nmstatev1.ReasonInternalError, msg),
 		}
 	}
 	waiting := rollout(o.handler, o.controller)
 	if waiting != "" {
 		return []metav1.Condition{
-			c(nmstatev1.NMStateAvailable, false, nmstatev1.ReasonRollingOut, waiting),
-			c(nmstatev1.NMStateProgressing, true, nmstatev1.ReasonRollingOut, waiting),
-			c(nmstatev1.NMStateDegraded, false, nmstatev1.ReasonAsExpected, ""),
+			c(nmstatev1.NMStateAvailable, false, nmstatev1.ReasonDeploying, waiting),
+			c(nmstatev1.NMStateProgressing, true, nmstatev1.ReasonDeploying, waiting),
+			c(nmstatev1.NMStateDegraded, false, nmstatev1.ReasonDeploying, ""),
 		}
 	}
 	st := o.handler.Status
 	msg := fmt.Sprintf("the handler runs on %d nodes, the controller has %d of %d replicas available",
 		st.NumberAvailable, o.controller.Status.AvailableReplicas, o.controller.Status.Replicas)
 	return []metav1.Condition{
-		c(nmstatev1.NMStateAvailable, true, nmstatev1.ReasonDeployed, msg),
-		c(nmstatev1.NMStateProgressing, false, nmstatev1.ReasonDeployed, ""),
-		c(nmstatev1.NMStateDegraded, false, nmstatev1.ReasonAsExpected, ""),
+		c(nmstatev1.NMStateAvailable, true, nmstatev1.ReasonSuccessfullyDeployed, msg),
+		c(nmstatev1.NMStateProgressing, false, nmstatev1.ReasonSuccessfullyDeployed, ""),
+		c(nmstatev1.NMStateDegraded, false, nmstatev1.ReasonSuccessfullyDeployed, ""),
 	}
 }
 

@@ -234,8 +234,8 @@ spec:
 		Expect(ds.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": ""}))
 		Expect(ds.Spec.Template.Spec.Containers[0].Image).To(Equal(operandImage))
 		Expect(ds.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--dns-probe-host=redhat.com"))
-		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True RollingOut"))
-		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable)()).To(Equal("False RollingOut"))
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True Deploying"))
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable)()).To(Equal("False Deploying"))
 	})
 
 	It("reports Available once the handler runs on every node it selects and the controller is available", func() {
@@ -249,9 +249,9 @@ spec:
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
 		Expect(k8s.Status().Update(ctx, d)).To(Succeed())
-		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable), "10s").Should(Equal("True Deployed"))
-		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing)()).To(Equal("False Deployed"))
-		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded)()).To(Equal("False AsExpected"))
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable), "10s").Should(Equal("True SuccessfullyDeployed"))
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing)()).To(Equal("False SuccessfullyDeployed"))
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded)()).To(Equal("False SuccessfullyDeployed"))
 	})
 
 	It("rolls the handler when the spec changes", func() {
@@ -268,7 +268,7 @@ spec:
 		Expect(ds.Generation).To(BeNumerically(">", before))
 		Expect(ds.Spec.Template.Spec.Tolerations).To(Equal(nm.Spec.Tolerations), "the CR's replace the default")
 		// The DaemonSet's status is now of an older generation: rolling out.
-		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True RollingOut"))
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True Deploying"))
 	})
 
 	It("corrects drift in what it owns: an edited DaemonSet, a deleted ClusterRole, a removed label", func() {
