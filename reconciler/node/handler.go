@@ -92,6 +92,9 @@ type Handler struct {
 	// waitLogged: what was last logged of each policy waiting for a slot: its generation,
 	// and whether its rollout was aborted.
 	waitLogged map[string]string
+	// failedBaseline: the probes that failed the last baseline, checked once (not polled)
+	// at the next: one that cannot pass here would cost every apply its poll.
+	failedBaseline map[string]bool
 	// burst: the grants gathered for the next pass (gatherWait).
 	burst struct {
 		sync.Mutex

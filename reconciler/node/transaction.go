@@ -89,10 +89,14 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 // baseline is the probes to check after this apply: those passing now, and those kept
 // from an apply that did not commit.
 func (h *Handler) baseline(ctx context.Context) []probe.Probe {
-	healthy := h.Probes.Baseline(ctx)
+	healthy := h.Probes.BaselineKnowing(ctx, func(name string) bool { return h.failedBaseline[name] })
 	in := map[string]bool{}
 	for _, p := range healthy {
 		in[p.Name()] = true
+	}
+	h.failedBaseline = map[string]bool{}
+	for _, p := range h.Probes.Probes {
+		h.failedBaseline[p.Name()] = !in[p.Name()]
 	}
 	for _, p := range h.Probes.Probes {
 		if h.keptProbes[p.Name()] && !in[p.Name()] {

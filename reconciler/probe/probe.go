@@ -50,6 +50,13 @@ type Set struct {
 // Before (a single check for a probe marked Once), and returns the ones that passed, in
 // order: only those are used after it.
 func (s Set) Baseline(ctx context.Context) []Probe {
+	return s.BaselineKnowing(ctx, nil)
+}
+
+// BaselineKnowing is Baseline, checking once, not for Before, the probes failedBefore names:
+// a probe that failed the last baseline (no DNS server in a disconnected site) would
+// otherwise cost every apply Before for nothing; if it passes now, it is used.
+func (s Set) BaselineKnowing(ctx context.Context, failedBefore func(name string) bool) []Probe {
 	d := s.Before
 	if d <= 0 {
 		d = 5 * time.Second
@@ -60,7 +67,7 @@ func (s Set) Baseline(ctx context.Context) []Probe {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if o, ok := p.(interface{ baselineOnce() bool }); ok && o.baselineOnce() {
+			if o, ok := p.(interface{ baselineOnce() bool }); ok && o.baselineOnce() || failedBefore != nil && failedBefore(p.Name()) {
 				attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
 				defer cancel()
 				passed[i] = p.Check(attempt) == nil

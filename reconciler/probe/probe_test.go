@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,5 +169,29 @@ func TestVerifyRunsProbesAtOnceUnderOneDeadline(t *testing.T) {
 	other := Func{ProbeName: "second", Fn: func(context.Context) error { once.Do(func() { close(second) }); return nil }}
 	if err := (Set{Timeout: 2 * time.Second}).Verify(context.Background(), []Probe{first, other}); err != nil {
 		t.Fatalf("probes run one after the other: %v", err)
+	}
+}
+
+// TestBaselineKnowing: a probe that failed the last baseline is checked once, not polled
+// for Before; one that passes now is used again.
+func TestBaselineKnowing(t *testing.T) {
+	var checks atomic.Int32
+	broken := Func{ProbeName: "dns", Fn: func(context.Context) error { checks.Add(1); return errors.New("no such host") }}
+	set := Set{Probes: []Probe{broken}, Before: 500 * time.Millisecond}
+	start := time.Now()
+	if got := set.BaselineKnowing(context.Background(), func(name string) bool { return name == "dns" }); len(got) != 0 {
+		t.Errorf("a failing probe passed the baseline: %v", got)
+	}
+	if took := time.Since(start); took >= 500*time.Millisecond || checks.Load() != 1 {
+		t.Errorf("checked %d times in %v: want once, at once", checks.Load(), took)
+	}
+	fixed := Func{ProbeName: "dns", Fn: func(context.Context) error { return nil }}
+	if got := (Set{Probes: []Probe{fixed}, Before: time.Second}).BaselineKnowing(context.Background(), func(string) bool { return true }); len(got) != 1 {
+		t.Errorf("a probe that passes now, after failing before, is not used: %v", got)
+	}
+	checks.Store(0)
+	set.BaselineKnowing(context.Background(), func(string) bool { return false })
+	if checks.Load() < 2 {
+		t.Errorf("a probe not known to fail was checked %d times within Before: want it polled", checks.Load())
 	}
 }
