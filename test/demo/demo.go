@@ -454,6 +454,7 @@ func (r *run) apply(ctx context.Context) error {
 		r.report.Split[n.Name] = split
 		r.printf("    %s: %s\n", n.Name, split)
 	}
+	r.controllerLog(ctx, start)
 	if err := r.kubectl(ctx, "get", "nncp,nnce"); err != nil {
 		return err
 	}
@@ -502,6 +503,33 @@ func (r *run) watchEnactments(ctx context.Context, start time.Time) func() map[s
 		}
 	}()
 	return func() map[string]ApplySplit { cancel(); <-done; return splits }
+}
+
+// controllerLog shows what the controller's leader logged of the rollout since start (its
+// lease, its workers' start, its grants): where the wait for a grant went.
+func (r *run) controllerLog(ctx context.Context, since time.Time) {
+	out, err := r.kubectlAs(ctx, "", r.c.Kubeconfig, "-n", r.w.Namespace, "get", "lease", controllerLease, "-o", "jsonpath={.spec.holderIdentity}")
+	if err != nil {
+		return
+	}
+	leader, _, _ := strings.Cut(strings.TrimSpace(out), "_")
+	pod := &corev1.Pod{}
+	if err := r.k8s.Get(ctx, client.ObjectKey{Namespace: r.w.Namespace, Name: leader}, pod); err != nil {
+		return
+	}
+	for _, n := range r.c.Nodes {
+		if n.Name != pod.Spec.NodeName {
+			continue
+		}
+		log, _ := n.Run(ctx, "sh", "-c", "cat /var/log/pods/"+r.w.Namespace+"_"+leader+"_*/*/*.log")
+		r.printf("the controller's leader %s (on %s, started %s before the policies) logged:\n", leader, n.Name,
+			since.Sub(pod.CreationTimestamp.Time).Round(time.Second))
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "lease") || strings.Contains(l, "Starting workers") || strings.Contains(l, "rollout slots granted") {
+				r.printf("    %s\n", l[:min(len(l), 200)])
+			}
+		}
+	}
 }
 
 // handlerFigures reads the handler's "applied" log line for policy on node n (the
