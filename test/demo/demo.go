@@ -135,15 +135,20 @@ type ApplySplit struct {
 	// Granted and Available: from the policy's creation until its enactment on the node
 	// carried its rollout slot, and until it was Available (the API watched every 20 ms).
 	Granted, Available time.Duration
+	// Started: from the policy's creation until the handler began the apply (its "applied"
+	// line's time, as the kubelet logged it, less the apply).
+	Started time.Duration
 	// The handler's own figures (its "applied" log line): the whole apply, and in it the
 	// probes before the change, the change (activation), the probes after it, the commit.
 	Apply, ProbesBefore, Change, ProbesAfter, Commit time.Duration
+	// Log is what the handler logged from the policy's creation until it was Available.
+	Log []string
 }
 
 func (s ApplySplit) String() string {
 	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
-	return fmt.Sprintf("granted after %s, Available after %s; the apply took %s (probes before %s, change %s, probes after %s, commit %s)",
-		r(s.Granted), r(s.Available), r(s.Apply), r(s.ProbesBefore), r(s.Change), r(s.ProbesAfter), r(s.Commit))
+	return fmt.Sprintf("granted after %s, applying from %s, Available after %s; the apply took %s (probes before %s, change %s, probes after %s, commit %s)",
+		r(s.Granted), r(s.Started), r(s.Available), r(s.Apply), r(s.ProbesBefore), r(s.Change), r(s.ProbesAfter), r(s.Commit))
 }
 
 // Step is one step of the walk-through and how long it took.
@@ -448,11 +453,14 @@ func (r *run) apply(ctx context.Context) error {
 	r.report.Split = watched()
 	for _, n := range r.c.Nodes {
 		split := r.report.Split[n.Name]
-		if err := r.handlerFigures(ctx, n, BridgePolicy(n.Name), &split); err != nil {
+		if err := r.handlerFigures(ctx, n, BridgePolicy(n.Name), start, &split); err != nil {
 			r.printf("    (%s: the handler's figures: %v)\n", n.Name, err)
 		}
 		r.report.Split[n.Name] = split
 		r.printf("    %s: %s\n", n.Name, split)
+		for _, l := range split.Log {
+			r.printf("        %s\n", l)
+		}
 	}
 	r.controllerLog(ctx, start)
 	if err := r.kubectl(ctx, "get", "nncp,nnce"); err != nil {
@@ -533,21 +541,30 @@ func (r *run) controllerLog(ctx context.Context, since time.Time) {
 }
 
 // handlerFigures reads the handler's "applied" log line for policy on node n (the
-// kubelet keeps its log under /var/log/pods) into s.
-func (r *run) handlerFigures(ctx context.Context, n *lc.Node, policy string, s *ApplySplit) error {
+// kubelet keeps its log under /var/log/pods, each line stamped with its time) into s, and
+// what it logged from start until the policy was Available.
+func (r *run) handlerFigures(ctx context.Context, n *lc.Node, policy string, start time.Time, s *ApplySplit) error {
 	out, err := n.Run(ctx, "sh", "-c", "cat /var/log/pods/"+r.w.Namespace+"_"+r.w.Handler+"-*/handler/*.log")
 	if err != nil {
 		return err
 	}
 	var line map[string]any
+	var at time.Time
 	for _, l := range strings.Split(out, "\n") {
-		i := strings.Index(l, "{")
-		if i < 0 || !strings.Contains(l, `"msg":"applied"`) || !strings.Contains(l, `"`+policy+`/`) {
+		stamp, rest, _ := strings.Cut(l, " ")
+		t, err := time.Parse(time.RFC3339Nano, stamp)
+		i := strings.Index(rest, "{")
+		if err != nil || i < 0 || t.Before(start) || s.Available > 0 && t.After(start.Add(s.Available)) {
 			continue
 		}
 		var m map[string]any
-		if json.Unmarshal([]byte(l[i:]), &m) == nil {
-			line = m // the last one: the policy's own apply
+		if json.Unmarshal([]byte(rest[i:]), &m) != nil {
+			continue
+		}
+		msg, _ := m["msg"].(string)
+		s.Log = append(s.Log, fmt.Sprintf("+%s %s", t.Sub(start).Round(10*time.Millisecond), msg))
+		if msg == "applied" && strings.Contains(rest, `"`+policy+`/`) {
+			line, at = m, t
 		}
 	}
 	if line == nil {
@@ -559,6 +576,7 @@ func (r *run) handlerFigures(ctx context.Context, n *lc.Node, policy string, s *
 			*d, _ = time.ParseDuration(v)
 		}
 	}
+	s.Started = at.Add(-s.Apply).Sub(start)
 	return nil
 }
 
