@@ -402,7 +402,9 @@ const controllerLease = "nmoverlay-controller.nmstate.io"
 
 func (r *run) machineConfig(ctx context.Context) error {
 	start := time.Now()
+	rebooted := map[string]time.Time{}
 	for _, n := range r.c.Nodes {
+		rebooted[n.Name] = time.Now()
 		before, err := n.BootID(ctx)
 		if err != nil {
 			return err
@@ -425,6 +427,12 @@ func (r *run) machineConfig(ctx context.Context) error {
 		}
 	}
 	if err := r.c.WaitInstalled(ctx, r.w); err != nil {
+		return err
+	}
+	// The rollout is done when nmoverlay runs again in every node's new boot: a node is
+	// Ready before the kubelet has restarted its pods, and the DaemonSet's status says
+	// ready until it has seen them go.
+	if err := r.waitRestarted(ctx, rebooted); err != nil {
 		return err
 	}
 	r.report.MachineConfig = time.Since(start)
@@ -511,6 +519,64 @@ func (r *run) watchEnactments(ctx context.Context, start time.Time) func() map[s
 		}
 	}()
 	return func() map[string]ApplySplit { cancel(); <-done; return splits }
+}
+
+// waitRestarted waits until each of nmoverlay's pods runs, Ready, in a container started
+// after its node's reboot, and the controller's lease is held and renewed by one of them.
+func (r *run) waitRestarted(ctx context.Context, rebooted map[string]time.Time) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := r.k8s.List(ctx, pods, client.InNamespace(r.w.Namespace)); err != nil {
+			return false, err
+		}
+		started := map[string]time.Time{} // the pods running again: their containers' latest start
+		for _, p := range pods.Items {
+			since, ok := rebooted[p.Spec.NodeName]
+			ready := isTrueCondition(p.Status.Conditions)
+			for _, c := range p.Status.ContainerStatuses {
+				if c.State.Running == nil || c.State.Running.StartedAt.Time.Before(since.Truncate(time.Second)) {
+					ready = false
+				}
+			}
+			if ok && !ready {
+				last = "pod " + p.Name + " not yet running again in its node's new boot"
+				return false, nil
+			}
+			if ready {
+				for _, c := range p.Status.ContainerStatuses {
+					if t := c.State.Running.StartedAt.Time; t.After(started[p.Name]) {
+						started[p.Name] = t
+					}
+				}
+			}
+		}
+		out, err := r.kubectlAs(ctx, "", r.c.Kubeconfig, "-n", r.w.Namespace, "get", "lease", controllerLease, "-o",
+			"jsonpath={.spec.holderIdentity} {.spec.renewTime}")
+		if err != nil {
+			return false, nil
+		}
+		identity, renewed, _ := strings.Cut(strings.TrimSpace(out), " ")
+		holder, _, _ := strings.Cut(identity, "_")
+		renewTime, err := time.Parse(time.RFC3339Nano, renewed)
+		last = "the controller's lease held by " + holder + ", renewed " + renewed
+		// Renewed by the holder's process that runs now, not left by the one before its restart.
+		at, running := started[holder]
+		return err == nil && running && renewTime.After(at), nil
+	})
+	if err != nil {
+		return fmt.Errorf("nmoverlay not running again after the reboots (%s): %w", last, err)
+	}
+	return nil
+}
+
+func isTrueCondition(conds []corev1.PodCondition) bool {
+	for _, c := range conds {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // controllerLog shows what the controller's leader logged of the rollout since start (its
