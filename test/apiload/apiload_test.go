@@ -372,7 +372,7 @@ func BenchmarkAPILoad(b *testing.B) {
 				fmt.Printf("  %-22s %9s %9.2f %6.2fx %9.2f %6.2fx %10d %12.1f %11d\n",
 					fmt.Sprintf("%d nodes x %d policies", size.nodes, size.policies), took.Round(100*time.Millisecond),
 					reqPair, reqPair/peerRequestsPerPair, wrPair, wrPair/peerWritesPerPair, h.conflicts+ctl.conflicts, idleReq, ih.writes)
-				fmt.Printf("    enactment writes per pair %.2f (the controller's grant, the node's result); handler lists while converging: %d (a waiting node asks nothing)\n",
+				fmt.Printf("    enactment writes per pair %.2f (the controller's creation, its grant if the node waited, the node's result); handler lists while converging: %d (a waiting node asks nothing)\n",
 					float64(enactmentWrites(h, ctl))/float64(pairs), h.lists())
 				fmt.Printf("    handlers: %d requests, %d writes (%d events), %d watches; controller: %d requests, %d writes, %d conflicts; "+
 					"idle controller: %d requests, %d writes (lease renewals); controller RSS %.1f MiB, peak %.1f MiB\n",
