@@ -185,7 +185,15 @@ var _ = Describe("the NodeNetworkState reporter", func() {
 			watchVersions()
 			time.Sleep(200 * time.Millisecond)
 		}
-		Eventually(func() string { watchVersions(); return string(n.nns().Status.CurrentState.Raw) }, "5s", "50ms").Should(ContainSubstring(`"mtu":9000`))
+		// One read per look, so the version that shows the end is the one recorded.
+		Eventually(func() string {
+			s := n.nns()
+			if s == nil {
+				return ""
+			}
+			seen[s.ResourceVersion] = true
+			return string(s.Status.CurrentState.Raw)
+		}, "5s", "50ms").Should(ContainSubstring(`"mtu":9000`))
 		delete(seen, version)
 		Expect(seen).To(HaveLen(1), "one write for the burst, of its end")
 
