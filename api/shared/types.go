@@ -80,7 +80,7 @@ func EnactmentKey(node, policy string) string { return node + "." + policy }
 const RolloutSlotAnnotation = "nmoverlay.io/rollout-slot"
 
 // RolloutRequeuedAnnotation on an enactment says that its node lost a grant of that
-// generation before reporting it (its enactment deleted while granted) and is granted again
-// only after every selected node that has not had one: deleting its own enactment cannot move
-// a node ahead of the others. Only the controller writes it; its value is the generation.
+// generation (its enactment deleted while granted) and is granted again only after every
+// selected node that has not had one: deleting its own enactment cannot move a node ahead
+// of the others. Only the controller writes it; its value is the generation.
 const RolloutRequeuedAnnotation = "nmoverlay.io/rollout-requeued"

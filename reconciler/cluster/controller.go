@@ -178,14 +178,12 @@ func (r *PolicyController) writesOf(policy string) *readyourwrites.Writes {
 	return r.unobserved[policy]
 }
 
-// noteDeleted remembers the node of a deleted enactment that held a grant it had not
-// reported (or was requeued already): deleting its own enactment must not bring a node's
-// grant back ahead of the nodes that have not had one.
+// noteDeleted remembers the node of a deleted enactment that had a grant (reported or
+// not), or was requeued already: deleting its own enactment must not bring a node's grant
+// back ahead of the nodes that have not had one.
 func (r *PolicyController) noteDeleted(e *v1beta1.NodeNetworkConfigurationEnactment) {
 	gen, _, granted := shared.RolloutSlot(e.Annotations)
-	reported := e.Status.PolicyGeneration == gen && (shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") ||
-		shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, ""))
-	if !granted || reported {
+	if !granted {
 		g, err := strconv.ParseInt(e.Annotations[shared.RolloutRequeuedAnnotation], 10, 64)
 		if err != nil {
 			return

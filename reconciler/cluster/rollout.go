@@ -58,8 +58,8 @@ type slotPlan struct {
 	// FailedOn: the selected nodes whose enactment reports the generation Failing. While
 	// any does, no slot is granted for it.
 	FailedOn []string
-	// Requeued: nodes that lost a grant of the generation before reporting it (their
-	// enactment deleted): granted again only after every node that has not had one.
+	// Requeued: nodes that lost a grant of the generation (their enactment deleted):
+	// granted again only after every node that has not had one.
 	Requeued []string
 	// Recheck is when the soonest held grant times out (0: none held).
 	Recheck time.Duration
@@ -76,8 +76,8 @@ type slotPlan struct {
 //     one, then the requeued (requeued, or the enactment's RolloutRequeuedAnnotation), each
 //     by name; the rest are pending.
 //
-// requeued names the nodes whose granted enactment was deleted before it reported
-// (node → generation), which the controller remembers until it has recreated it.
+// requeued names the nodes whose granted enactment was deleted (node → generation), which
+// the controller remembers until it has recreated it.
 func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node,
 	enactments []v1beta1.NodeNetworkConfigurationEnactment, requeued map[string]int64, timeout time.Duration, now time.Time) slotPlan {
 	type nodeSlot struct {

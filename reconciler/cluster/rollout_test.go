@@ -127,7 +127,7 @@ func TestPlanSlots(t *testing.T) {
 			enactments: es(reported(grant("node-a", ago(time.Minute)), gen, shared.EnactmentAvailable), reported(enactment("node-b"), gen, shared.EnactmentAborted)),
 			max:        1, grant: list("node-b"), pending: list("node-c", "node-d", "node-e")},
 
-		// A node that lost its grant before reporting (its enactment deleted) goes behind
+		// A node that lost its grant (its enactment deleted) goes behind
 		// every node that has not had one.
 		{name: "a requeued node (remembered) comes after the others", policy: one, requeued: map[string]int64{"node-a": gen},
 			max: 1, grant: list("node-b"), pending: list("node-a", "node-c", "node-d", "node-e"), requeue: list("node-a")},
