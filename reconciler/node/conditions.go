@@ -31,11 +31,6 @@ func SetPending(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
 	setEnactment(e, shared.EnactmentPending, message)
 }
 
-// SetAborted: the rollout of the policy's generation stopped before this node.
-func SetAborted(e *v1beta1.NodeNetworkConfigurationEnactment, message string) {
-	setEnactment(e, shared.EnactmentAborted, message)
-}
-
 // IsTrue reports whether the enactment's condition of that type is True with that reason.
 func IsTrue(e *v1beta1.NodeNetworkConfigurationEnactment, condType, reason string) bool {
 	return shared.IsTrue(e.Status.Conditions, condType, reason)

@@ -127,8 +127,8 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("node-handler").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, toNode, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// Its own writes (status) do not wake it; a grant, a new enactment (the controller
-		// creates each with its grant) and a deleted one (by hand, or a policy gone) do.
+		// Its own writes (status) and the controller's Pending and Aborted do not wake it; a
+		// grant (on creation or later) and a deleted enactment (by hand, or a policy gone) do.
 		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, h.onEnactment())
 	if h.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(h.Wake, toNode))
@@ -178,7 +178,8 @@ func gatherWait(first, last, now time.Time) time.Duration {
 	return max(min(quiet, capped), 0)
 }
 
-// grantArrived notes a grant (or a new enactment) for gatherWait.
+// grantArrived notes a grant (on an enactment created with one, or granted later) for
+// gatherWait.
 func (h *Handler) grantArrived(now time.Time) {
 	h.burst.Lock()
 	defer h.burst.Unlock()
