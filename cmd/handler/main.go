@@ -156,9 +156,11 @@ func run(o options) error {
 		}
 	}
 	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
-	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, nodeName, layout.Lower)
+	overlayChanged := make(chan struct{}, 1)
+	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, overlayChanged, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
-		Client: mgr.GetClient(), NodeName: nodeName, Show: h.Backend.Show, Changes: changes, NMVersion: nm.Version, Backend: h.Backend.Name(),
+		Client: mgr.GetClient(), NodeName: nodeName, Show: h.Backend.Show, Changes: changes, Urgent: overlayChanged,
+		NMVersion: nm.Version, Backend: h.Backend.Name(),
 		EngineVersion: version.Engine(h.Backend.Name()), Cache: mgr.GetCache(),
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
 		Drift:   h.Drifted,
@@ -253,14 +255,21 @@ func connectNM(ctx context.Context, bus string) (*networkmanager.Client, error) 
 	return nm, err
 }
 
-// forwardChanges passes NetworkManager's changes to the handler (netChanged), and a change
-// of the lower dir or of the degraded marker to the handler (wake); each also to the
-// reporter (changes). It ends when a source is closed.
+// forwardChanges passes NetworkManager's changes to the handler (netChanged) and the
+// reporter (changes), and a change of the lower dir or of the degraded marker to the
+// handler (wake) and the reporter (overlayChanged: reported without waiting out the
+// spacing of its writes). It ends when a source is closed.
 func forwardChanges(nmChanges, lowerChanged, markerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
-	changes chan<- struct{}, nodeName, lowerDir string) {
+	changes, overlayChanged chan<- struct{}, nodeName, lowerDir string) {
 	wakeHandler := func() {
 		select {
 		case wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}}:
+		default:
+		}
+	}
+	signal := func(c chan<- struct{}) {
+		select {
+		case c <- struct{}{}:
 		default:
 		}
 	}
@@ -270,25 +279,21 @@ func forwardChanges(nmChanges, lowerChanged, markerChanged <-chan struct{}, netC
 			if !ok {
 				return
 			}
-			select {
-			case netChanged <- struct{}{}:
-			default:
-			}
+			signal(netChanged)
+			signal(changes)
 		case _, ok := <-lowerChanged:
 			if !ok {
 				return
 			}
 			ctrl.Log.Info("the persistent keyfile dir changed while the overlay is mounted", "node", nodeName, "dir", lowerDir)
 			wakeHandler()
+			signal(overlayChanged)
 		case _, ok := <-markerChanged:
 			if !ok {
 				return
 			}
 			wakeHandler()
-		}
-		select {
-		case changes <- struct{}{}:
-		default:
+			signal(overlayChanged)
 		}
 	}
 }

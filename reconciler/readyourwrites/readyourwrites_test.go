@@ -35,15 +35,31 @@ func configMap(version string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: version, UID: "a"}}
 }
 
-// recorded is a record of one write of the ConfigMap at version 120, or of its delete.
-func recorded(deleted bool) *Writes {
+// recorded is a record of one write of the ConfigMap at version 120, or of its delete,
+// made age ago.
+func recorded(deleted bool, age time.Duration) *Writes {
 	w := &Writes{}
 	if deleted {
 		w.Deleted(configMap("120"))
 	} else {
 		w.Wrote(configMap("120"))
 	}
+	for k, wr := range w.written {
+		wr.at = wr.at.Add(-age)
+		w.written[k] = wr
+	}
 	return w
+}
+
+// counted counts the reads of a store.
+type counted struct {
+	store
+	reads int
+}
+
+func (c *counted) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads++
+	return c.store.Get(ctx, key, obj, opts...)
 }
 
 func short(t *testing.T) context.Context {
@@ -69,7 +85,7 @@ func TestAwait(t *testing.T) {
 		{name: "a delete, the name created again since", cached: store{version: "140", uid: "b"}, deleted: true, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := recorded(tc.deleted)
+			w := recorded(tc.deleted, 0)
 			c := tc.cached
 			if got := w.Await(short(t), &c, nil); got != tc.want {
 				t.Fatalf("Await = %v, want %v", got, tc.want)
@@ -112,12 +128,38 @@ func TestAwaitSuperseded(t *testing.T) {
 		{name: "deleted, restored, the cache behind", deleted: true, cached: store{version: "100"}, live: store{version: "120"}, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := recorded(tc.deleted)
+			w := recorded(tc.deleted, AskAfter)
 			if got := w.Await(short(t), &tc.cached, &tc.live); got != tc.want {
 				t.Fatalf("Await = %v, want %v", got, tc.want)
 			}
 			if got := w.Await(short(t), &tc.cached, &tc.live); got != tc.want {
 				t.Errorf("a second Await = %v, want %v (kept while not superseded)", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAwaitAsksOnlyAfterAskAfter: a cache that lags is waited out, not checked against the
+// API server, until the write is AskAfter old; then the API server is asked once per Await.
+func TestAwaitAsksOnlyAfterAskAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		age       time.Duration
+		wantReads int
+		want      bool
+	}{
+		{name: "a write of a moment ago", age: 0, wantReads: 0, want: false},
+		{name: "a write of just under AskAfter ago", age: AskAfter - time.Second, wantReads: 0, want: false},
+		{name: "a write of AskAfter ago, superseded", age: AskAfter, wantReads: 1, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Deleted by another since: the cache and the API server both have none.
+			live := &counted{}
+			if got := recorded(false, tc.age).Await(short(t), &store{}, live); got != tc.want {
+				t.Errorf("Await = %v, want %v", got, tc.want)
+			}
+			if live.reads != tc.wantReads {
+				t.Errorf("the API server was read %d times, want %d", live.reads, tc.wantReads)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ type reporterNode struct {
 	reads   int
 	readErr error // what Show returns instead of the state, when set
 	changes chan struct{}
+	urgent  chan struct{}
 }
 
 var reporterNodes int
@@ -39,14 +40,14 @@ func mtu(v int) *int { return &v }
 
 // startReporter creates a node of the spec's own and runs its reporter until the spec ends,
 // over a node with eth0 at MTU 1500.
-func startReporter() *reporterNode {
+func startReporter(configure ...func(*node.Reporter)) *reporterNode {
 	GinkgoHelper()
 	reporterNodes++
 	ctx := context.Background()
-	n := &reporterNode{name: fmt.Sprintf("rep-node-%d", reporterNodes), changes: make(chan struct{}, 1),
+	n := &reporterNode{name: fmt.Sprintf("rep-node-%d", reporterNodes), changes: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
 		current: state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(1500)}}}}
 	Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}})).To(Succeed())
-	r := &node.Reporter{Client: k8s, NodeName: n.name, Changes: n.changes, MinInterval: time.Second,
+	r := &node.Reporter{Client: k8s, NodeName: n.name, Changes: n.changes, MinInterval: time.Second, MaxInterval: time.Second,
 		Show: func(context.Context) (state.State, error) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -58,6 +59,10 @@ func startReporter() *reporterNode {
 		Overlay: func() (*v1beta1.OverlayStatus, error) {
 			return &v1beta1.OverlayStatus{Ephemeral: []v1beta1.EphemeralProfile{{File: "br-ex.nmconnection", Change: "added", ID: "br-ex", Owned: false}}}, nil
 		},
+	}
+	r.Urgent = n.urgent
+	for _, c := range configure {
+		c(r)
 	}
 	rctx, stop := context.WithCancel(ctx)
 	// The cache a handler's manager gives it, scoped to its node (node.CacheOptions).
@@ -74,11 +79,26 @@ func startReporter() *reporterNode {
 	return n
 }
 
+// set sets the state and signals a change (one pending signal stands for any number).
 func (n *reporterNode) set(s state.State) {
 	n.mu.Lock()
 	n.current = s
 	n.mu.Unlock()
-	n.changes <- struct{}{}
+	select {
+	case n.changes <- struct{}{}:
+	default:
+	}
+}
+
+// setUrgent sets the state and signals it as a change of the overlay.
+func (n *reporterNode) setUrgent(s state.State) {
+	n.mu.Lock()
+	n.current = s
+	n.mu.Unlock()
+	select {
+	case n.urgent <- struct{}{}:
+	default:
+	}
 }
 
 func (n *reporterNode) readCount() int {
@@ -156,6 +176,57 @@ var _ = Describe("the NodeNetworkState reporter", func() {
 		n.changes <- struct{}{}
 		Eventually(func() []metav1.Condition { return n.nns().Status.Conditions }, "10s").Should(ContainElement(SatisfyAll(
 			HaveField("Type", "Available"), HaveField("Status", metav1.ConditionTrue))))
+	})
+
+	It("holds a change until its write spacing is over, but not one signalled urgent (the overlay degraded)", func() {
+		n := startReporter(func(r *node.Reporter) { r.MinInterval, r.MaxInterval = 10*time.Second, 10*time.Second })
+		n.reported()
+		eth0 := func(m int) state.State {
+			return state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(m)}}}
+		}
+		current := func() string {
+			if s := n.nns(); s != nil {
+				return string(s.Status.CurrentState.Raw)
+			}
+			return ""
+		}
+		n.set(eth0(1400))
+		Consistently(current, "3s", "100ms").ShouldNot(ContainSubstring(`"mtu":1400`), "written within the 10 s spacing")
+		start := time.Now()
+		n.setUrgent(eth0(1480))
+		Eventually(current, "3s", "50ms").Should(ContainSubstring(`"mtu":1480`))
+		GinkgoWriter.Printf("an urgent change written %s after its signal (spacing 10 s)\n", time.Since(start).Round(10*time.Millisecond))
+	})
+
+	It("spaces its writes further while the changes keep coming", func() {
+		n := startReporter(func(r *node.Reporter) { r.MinInterval, r.MaxInterval = time.Second, 4*time.Second })
+		n.reported()
+		// A change every 250 ms for 12 s: spaced a fixed second, 10-12 writes; spaced 1, 2,
+		// 4, 4 s, about 5.
+		versions := map[string]bool{}
+		var writes []time.Time
+		look := func() {
+			if s := n.nns(); s != nil && !versions[s.ResourceVersion] {
+				versions[s.ResourceVersion] = true
+				writes = append(writes, time.Now())
+			}
+		}
+		look()
+		for i := range 48 {
+			n.set(state.State{Interfaces: []state.Interface{{Name: "eth0", Type: state.Ethernet, State: state.Up, MTU: mtu(2000 + i)}}})
+			for range 5 {
+				look()
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		gaps := []time.Duration{}
+		for i := 1; i < len(writes); i++ {
+			gaps = append(gaps, writes[i].Sub(writes[i-1]).Round(100*time.Millisecond))
+		}
+		GinkgoWriter.Printf("writes while changes kept coming for 12 s: %d, gaps %v\n", len(writes)-1, gaps)
+		Expect(len(writes)-1).To(BeNumerically("<=", 6), "gaps %v", gaps)
+		Expect(gaps).NotTo(BeEmpty())
+		Expect(gaps[len(gaps)-1]).To(BeNumerically(">=", 3*time.Second), "the spacing grew to 4 s: gaps %v", gaps)
 	})
 
 	It("writes nothing when a change signal brings no change", func() {

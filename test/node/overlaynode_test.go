@@ -193,7 +193,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 			nm.Close()
 			return nil, err
 		}
-		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second,
+		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second, MaxInterval: time.Second,
 			Show: engine.Show, NMVersion: nm.Version}); err != nil {
 			nm.Close()
 			return nil, err
