@@ -52,7 +52,7 @@ test-node: deps kube-assets
 # NetworkManager restarted or killed mid-transaction, the handler killed, another tool's
 # checkpoint, the API server unreachable, a write into the lower dir, a full tmpfs; and the
 # rollout's (integration tier): a handler restarted while it waits for a slot, the
-# controller's leader killed, a node deleted. Each asserts the contract (README).
+# controller's leader killed, a node deleted. Each asserts the contract (docs/faults.md).
 test-faults: deps kube-assets
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 15m -v -tags node ./test/node/... -ginkgo.label-filter=faults -ginkgo.v
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 10m -v -tags integration ./test/integration/... -ginkgo.label-filter=faults -ginkgo.v

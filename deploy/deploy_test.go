@@ -413,7 +413,7 @@ func TestRenderDecodesToObjects(t *testing.T) {
 }
 
 // TestHandlerPorts: the DaemonSet serves the handler's metrics where the binary's defaults
-// (and the README's port list) say, in the host-service range, and probes its health on
+// (and the port list in docs/installing.md) say, in the host-service range, and probes its health on
 // loopback, where it listens.
 func TestHandlerPorts(t *testing.T) {
 	var handler map[string]any

@@ -14,10 +14,13 @@ import (
 // docs/examples and of the OpenShift documentation, as equivalent test data
 // (test/published/testdata, the source URL and the features each uses in its header),
 // checked with the handler's own parser. Those refused are listed here with the reason
-// they get, so that a change either way shows; and the README's table of features is
-// made from the same data, so that it cannot go stale.
+// they get, so that a change either way shows; and the table of features in
+// docs/published-examples.md is made from the same data, so that it cannot go stale.
 
 const publishedDir = "../../test/published/testdata"
+
+// publishedDoc holds the table TestPublishedTableInDocs keeps up to date; the README links it.
+const publishedDoc = "../../docs/published-examples.md"
 
 // publishedRefused are the published policies nmoverlay refuses, with what it says.
 var publishedRefused = map[string]string{
@@ -117,7 +120,7 @@ func TestPublishedExamples(t *testing.T) {
 		want, refused := publishedRefused[p.file]
 		switch {
 		case refused && len(p.problems) == 0:
-			t.Errorf("%s (%s) is accepted now: take it off publishedRefused and update the README", p.file, p.source)
+			t.Errorf("%s (%s) is accepted now: take it off publishedRefused and update docs/published-examples.md", p.file, p.source)
 		case refused && !strings.Contains(strings.Join(p.problems, "\n"), want):
 			t.Errorf("%s: refused, but not for %q:\n%s", p.file, want, strings.Join(p.problems, "\n"))
 		case !refused && len(p.problems) > 0:
@@ -134,19 +137,19 @@ func TestPublishedExamples(t *testing.T) {
 	t.Logf("%d of %d published policies parse", parsed, len(policies))
 }
 
-// TestPublishedTableInREADME: the README's table is this data's.
-func TestPublishedTableInREADME(t *testing.T) {
+// TestPublishedTableInDocs: the table in docs/published-examples.md is this data's.
+func TestPublishedTableInDocs(t *testing.T) {
 	policies := readPublished(t)
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(publishedDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- published-examples: made by TestPublishedTableInREADME -->\n", "<!-- /published-examples -->"
-	_, rest, ok1 := strings.Cut(string(readme), begin)
+	const begin, end = "<!-- published-examples: made by TestPublishedTableInDocs -->\n", "<!-- /published-examples -->"
+	_, rest, ok1 := strings.Cut(string(doc), begin)
 	table, _, ok2 := strings.Cut(rest, end)
 	want := publishedTable(policies)
 	if !ok1 || !ok2 || table != want {
-		t.Errorf("README.md's published-examples table is stale; between the markers it should read:\n%s", want)
+		t.Errorf("%s's published-examples table is stale; between the markers it should read:\n%s", publishedDoc, want)
 	}
 }
 

@@ -453,7 +453,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 	})
 
 	Context("a compromised handler and the rollout", func() {
-		// What a node's own token can do to a rollout (README, Security): delete its own
+		// What a node's own token can do to a rollout (docs/reconciler.md, Security): delete its own
 		// enactments, which the controller recreates, the node behind every node that has
 		// not had a grant; it cannot grant itself a slot (above), nor hold one beyond the
 		// slot timeout (TestPlanSlots), nor touch another node's enactment (above).
