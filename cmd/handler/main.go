@@ -34,6 +34,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/version"
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
@@ -198,7 +199,7 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 // newHandler makes the node handler: its engine, probes, and what it reads of the boot
 // and of the overlay. The channels it is woken by are set by the caller.
 func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout overlay.Layout,
-	backend node.Backend) *node.Handler {
+	backend backend.Backend) *node.Handler {
 	return &node.Handler{
 		Client:   mgr.GetClient(),
 		NodeName: o.nodeName,
@@ -224,7 +225,7 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 }
 
 // newBackend is the backend --backend names.
-func newBackend(o options, nm *networkmanager.Client, layout overlay.Layout) (node.Backend, error) {
+func newBackend(o options, nm *networkmanager.Client, layout overlay.Layout) (backend.Backend, error) {
 	// NetworkManager rolls the checkpoint back by itself if this process dies; its
 	// timeout must outlast activation (DHCP included) and the probes (which share one
 	// deadline), or it fires while the probes still wait.
@@ -232,7 +233,7 @@ func newBackend(o options, nm *networkmanager.Client, layout overlay.Layout) (no
 		CheckpointRecord: layout.CheckpointRecord()}
 	switch o.backend {
 	case nmstatev1.BackendNetworkManager:
-		return node.NetworkManager{Client: nm, Options: opts, OVSDBSocket: ovsdb.DefaultSocket}, nil
+		return networkmanager.Backend{Client: nm, Options: opts, OVSDBSocket: ovsdb.DefaultSocket}, nil
 	case netplan.Name:
 		return &netplan.Backend{NM: nm, Options: opts, Host: netplan.NewHost(o.hostRoot, layout.NetplanScratch())}, nil
 	}

@@ -17,8 +17,8 @@ import (
 	"syscall"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -111,7 +111,7 @@ func (b *Backend) Check(ctx context.Context, policy string, desired []byte) erro
 		return verdict
 	}
 	_, err = b.Host.generateScratch(ctx, cfg, files, own)
-	var refused *node.PoliciesRefused
+	var refused *backend.PoliciesRefused
 	if errors.As(err, &refused) {
 		err = errors.New(refused.Reasons[policy])
 	} else if err != nil {
@@ -130,9 +130,9 @@ func (b *Backend) Check(ctx context.Context, policy string, desired []byte) erro
 // gone), has netplan generate NetworkManager's profiles, and activates the new and changed
 // ones in a NetworkManager checkpoint; then verifies the result against the documents.
 // The documents are checked together on a scratch copy first: nothing changes when
-// netplan refuses them (*node.PoliciesRefused names the policies). Rollback puts the
+// netplan refuses them (*backend.PoliciesRefused names the policies). Rollback puts the
 // previous files back, generates again and rolls the checkpoint back.
-func (b *Backend) Apply(ctx context.Context, d node.Desired) (node.Transaction, error) {
+func (b *Backend) Apply(ctx context.Context, d backend.Desired) (backend.Transaction, error) {
 	cfg, err := ConfigOf(d)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func (b *Backend) Apply(ctx context.Context, d node.Desired) (node.Transaction, 
 		Verify:   func(current state.State) []string { return state.Verify(expected, current) },
 	}, b.Options)
 	if err != nil {
-		return nil, err // a typed nil *Transaction must not become a non-nil interface
+		return nil, networkmanager.BackendError(err) // a typed nil *Transaction must not become a non-nil interface
 	}
 	return tx, nil
 }
@@ -228,7 +228,7 @@ func (h Host) nodeFiles() (map[string][]byte, error) {
 
 // generateScratch runs netplan's generator on a copy of the node's configuration with
 // cfg's files (policyFiles), under Scratch: the profiles it would write (by file name), or
-// *node.PoliciesRefused quoting netplan on the policies it names.
+// *backend.PoliciesRefused quoting netplan on the policies it names.
 func (h Host) generateScratch(ctx context.Context, cfg Config, files, own map[string][]byte) (map[string][]byte, error) {
 	root := h.path(h.Scratch)
 	if err := os.RemoveAll(root); err != nil {
@@ -263,7 +263,7 @@ func refusal(cfg Config, msg string, err error) error {
 		msg = err.Error()
 	}
 	msg = "netplan: " + msg
-	r := &node.PoliciesRefused{Reasons: map[string]string{}}
+	r := &backend.PoliciesRefused{Reasons: map[string]string{}}
 	for _, doc := range cfg.Documents {
 		if strings.Contains(msg, filepath.Join(RunDir, fileName(doc.Policy))) {
 			r.Reasons[doc.Policy] = msg

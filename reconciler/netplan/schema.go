@@ -17,7 +17,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -117,7 +117,7 @@ func checkRenderer(path string, v any) error {
 // Merge keeps each policy's document whole, in name order. Two policies defining the same
 // device differently conflict: netplan would let the later file win, key by key, without
 // a word.
-func (Schema) Merge(sources []node.Parsed) (node.Desired, map[string][]string, error) {
+func (Schema) Merge(sources []backend.Parsed) (backend.Desired, map[string][]string, error) {
 	cfg := Config{}
 	owners := map[string][]string{}
 	type def struct {
@@ -162,7 +162,7 @@ func (Schema) Drift(committed []byte, current state.State) ([]string, error) {
 }
 
 // ConfigOf is the Config the backend was handed.
-func ConfigOf(d node.Desired) (Config, error) {
+func ConfigOf(d backend.Desired) (Config, error) {
 	switch c := d.(type) {
 	case Config:
 		return c, nil

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -43,19 +43,19 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func parsed(t *testing.T, policy, raw string) node.Parsed {
+func parsed(t *testing.T, policy, raw string) backend.Parsed {
 	t.Helper()
 	s, err := Schema{}.Parse([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return node.Parsed{Policy: policy, State: s}
+	return backend.Parsed{Policy: policy, State: s}
 }
 
 func TestMergeKeepsDocumentsAndNamesConflicts(t *testing.T) {
 	a := parsed(t, "a", `{"network":{"version":2,"ethernets":{"eth1":{"mtu":9000}}}}`)
 	b := parsed(t, "b", `{"network":{"version":2,"ethernets":{"eth1":{"mtu":9000},"eth2":{}}}}`)
-	desired, owners, err := Schema{}.Merge([]node.Parsed{a, b})
+	desired, owners, err := Schema{}.Merge([]backend.Parsed{a, b})
 	if err != nil {
 		t.Fatalf("the same definition in two policies: %v", err)
 	}
@@ -67,7 +67,7 @@ func TestMergeKeepsDocumentsAndNamesConflicts(t *testing.T) {
 		t.Errorf("eth1 owned by %s", got)
 	}
 	c := parsed(t, "c", `{"network":{"version":2,"ethernets":{"eth1":{"mtu":1500}}}}`)
-	_, _, err = Schema{}.Merge([]node.Parsed{a, c})
+	_, _, err = Schema{}.Merge([]backend.Parsed{a, c})
 	var conflicts state.Conflicts
 	if !errors.As(err, &conflicts) || len(conflicts) != 1 || conflicts[0].Path != "network.ethernets.eth1" ||
 		strings.Join(conflicts[0].Policies, ",") != "a,c" {
@@ -109,7 +109,7 @@ func TestExpected(t *testing.T) {
 func TestRefusalNamesThePoliciesNetplanQuotes(t *testing.T) {
 	cfg := Config{Documents: []Document{{Policy: "good"}, {Policy: "bad"}}}
 	err := refusal(cfg, "/run/netplan/90-nmoverlay-bad.yaml:3:19: Error in network definition: invalid boolean value 'maybe'", nil)
-	var r *node.PoliciesRefused
+	var r *backend.PoliciesRefused
 	if !errors.As(err, &r) || len(r.Reasons) != 1 || !strings.Contains(r.Reasons["bad"], "netplan: /run/netplan/90-nmoverlay-bad.yaml:3:19") {
 		t.Errorf("refusal %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 )
 
 // This file is the handler's decision core: pure functions from what a pass read (a
@@ -41,13 +41,13 @@ type Snapshot struct {
 	Reapply bool
 	// Committed is the key (commitKey) of the state last committed in this process.
 	Committed string
-	// Schema is the backend's schema; nil is nmstate's (NMState).
-	Schema Schema
+	// backend.Schema is the backend's schema; nil is nmstate's (backend.NMState).
+	Schema backend.Schema
 }
 
-func (s Snapshot) schema() Schema {
+func (s Snapshot) schema() backend.Schema {
 	if s.Schema == nil {
-		return NMState{}
+		return backend.NMState{}
 	}
 	return s.Schema
 }
@@ -189,7 +189,7 @@ func Decide(s Snapshot) Decision {
 // nothing was applied): Available or Failing for each policy applied anew, Failing for the
 // invalid and conflicting ones, the enactments of policies gone, and when to look again.
 func Settle(s Snapshot, d Decision, applyErr error) Decision {
-	var busy *networkmanager.CheckpointBusyError
+	var busy *backend.BusyError
 	if errors.As(applyErr, &busy) {
 		// Another tool's transaction: nothing was changed and nobody failed. Say so on
 		// what waits (a claimed slot stays claimed: Progressing) and look again soon.
@@ -251,7 +251,7 @@ func (d *Decision) reportApplied(s Snapshot, applyErr error) {
 				d.Failed = map[string]Failure{}
 			}
 			msg := applyErr.Error()
-			if refused := (*PoliciesRefused)(nil); errors.As(applyErr, &refused) && refused.Reasons[name] != "" {
+			if refused := (*backend.PoliciesRefused)(nil); errors.As(applyErr, &refused) && refused.Reasons[name] != "" {
 				msg = refused.Reasons[name]
 			}
 			d.Failed[name] = Failure{Generation: gen, ByProbe: errors.As(applyErr, new(probeFailure)),

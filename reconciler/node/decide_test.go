@@ -14,7 +14,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 )
 
 // The decision core, table by table: each case is a snapshot (and, for Settle, what the
@@ -107,7 +107,7 @@ func names(d Decision) []string {
 		return nil
 	}
 	var out []string
-	apply, _ := NMStateOf(d.Composed.Apply)
+	apply, _ := backend.NMStateOf(d.Composed.Apply)
 	for _, it := range apply.Interfaces {
 		out = append(out, it.Name)
 	}
@@ -189,7 +189,7 @@ func TestDecide(t *testing.T) {
 		{name: "a generation aborted elsewhere waits; the generation applied before stays in effect",
 			s: func() Snapshot {
 				s := snap([]Policy{a2}, enactment("a", 2, shared.EnactmentAborted, "reconciliation ... has aborted", boot, dummyState("d-a")))
-				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{waiting: []string{"a"}, settle: true}},
@@ -212,21 +212,21 @@ func TestDecide(t *testing.T) {
 		{name: "up to date, and what this process committed: nothing to do",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
-				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{}},
 		{name: "etcd restored to before a policy was created: enactments up to date, the node still has it: applied without it",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
-				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1, b1}))
+				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1, b1}))
 				return s
 			}(),
 			want: want{apply: []string{"d-a"}, settle: true}},
 		{name: "etcd restored to before a policy was deleted: its enactment says Available, the node no longer has it: applied again",
 			s: func() Snapshot {
 				s := snap([]Policy{a1, b1}, available("a", 1, boot, "d-a"), available("b", 1, boot, "d-b"))
-				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{apply: []string{"d-a", "d-b"}, settle: true}},
@@ -236,7 +236,7 @@ func TestDecide(t *testing.T) {
 		{name: "already committed in this process: no transaction, still settled",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, enactment("a", 1, shared.EnactmentFailing, driftMessage(driftPrefix+"x"), boot, dummyState("d-a")))
-				s.Committed = commitKey(boot, MakePlan(NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{settle: true}},
@@ -307,7 +307,7 @@ func TestSettle(t *testing.T) {
 	conflictX, conflictY := pol("x", 1, "d-same"), pol("y", 1, "d-same")
 	conflictY.DesiredState = []byte(`{"interfaces":[{"name":"d-same","type":"dummy","state":"absent"}]}`)
 	slotFor := func(p Policy) *v1beta1.NodeNetworkConfigurationEnactment { return grantOf(p.Name, p.Generation) }
-	busy := &networkmanager.CheckpointBusyError{Path: "/org/freedesktop/NetworkManager/Checkpoint/7"}
+	busy := &backend.BusyError{Reason: "waiting: another tool holds NetworkManager checkpoint /org/freedesktop/NetworkManager/Checkpoint/7 (no rollback timeout)"}
 
 	for _, tc := range []struct {
 		name     string
@@ -333,7 +333,7 @@ func TestSettle(t *testing.T) {
 				updates: map[string]string{"a": "Failing: did not converge", "b": "Failing: did not converge"}}},
 		{name: "an interface that would not activate fails its own policy; the innocent one is tried again at once",
 			s:        snap([]Policy{a1, b1}, slotFor(a1), slotFor(b1)),
-			applyErr: &networkmanager.ApplyError{Reason: "d-b: waiting for an IP address", Interfaces: []string{"d-b"}},
+			applyErr: &backend.ApplyError{Reason: "d-b: waiting for an IP address", Interfaces: []string{"d-b"}},
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: d-b: waiting for an IP address"}}},
 		{name: "suspects after a retry that did not converge: the policy that failed before",
@@ -342,12 +342,12 @@ func TestSettle(t *testing.T) {
 				s.Failures = map[string]Failure{"b": {Generation: 1, Policies: "b/1 ", Message: "did not converge", RetryAt: t0.Add(-time.Second)}}
 				return s
 			}(),
-			applyErr: &networkmanager.ApplyError{Reason: "did not converge"},
+			applyErr: &backend.ApplyError{Reason: "did not converge"},
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: did not converge"}}},
 		{name: "a policy the backend refused before any change fails alone, with its reason; the other is tried again at once",
 			s:        snap([]Policy{a1, b1}, slotFor(a1), slotFor(b1)),
-			applyErr: &PoliciesRefused{Reasons: map[string]string{"b": "netplan: 90-nmoverlay-b.yaml:1:2: Error"}},
+			applyErr: &backend.PoliciesRefused{Reasons: map[string]string{"b": "netplan: 90-nmoverlay-b.yaml:1:2: Error"}},
 			want: want{apply: []string{"d-a", "d-b"}, settle: true, failed: []string{"b"}, requeue: atOnce,
 				updates: map[string]string{"b": "Failing: netplan: 90-nmoverlay-b.yaml:1:2: Error"}}},
 		{name: "a policy the backend's own check refused fails alone, like an invalid one",

@@ -16,7 +16,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
 // DriftAnnotation on a policy opts it in to being re-applied when what it committed is
@@ -198,21 +197,4 @@ func committedIn(e *v1beta1.NodeNetworkConfigurationEnactment, boot string) bool
 // driftMessage is the enactment's Failing message for a drifted policy.
 func driftMessage(msg string) string {
 	return msg + " (annotate the policy " + DriftAnnotation + "=" + DriftReapply + " to have it re-applied; the next apply on this node repairs it too)"
-}
-
-// resolvedOn names the interfaces a committed state identifies by MAC address after the
-// devices that have it in current (the node's current MAC addresses: a bond's ports show
-// the bond's, so such a state is not checked for drift).
-func resolvedOn(committed, current state.State) (state.State, error) {
-	var devs []state.MACDevice
-	for _, it := range current.Interfaces {
-		if (it.Type == state.Ethernet || it.Type == state.Veth || it.Type == state.InfiniBand) && it.MACAddress != nil {
-			devs = append(devs, state.MACDevice{Name: it.Name, MAC: *it.MACAddress})
-		}
-	}
-	out, errs := state.ResolveMACIdentifiers(committed, devs)
-	if errs != nil {
-		return committed, errs
-	}
-	return out, nil
 }

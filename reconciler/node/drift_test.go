@@ -5,7 +5,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	statepkg "github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
 // What counts as committed on the node decides what a restore puts back and what drift
@@ -35,34 +34,6 @@ func TestCommittedIn(t *testing.T) {
 		if got := committedIn(tc.e, "b2"); got != tc.want {
 			t.Errorf("%s: committedIn = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-}
-
-// A committed state that identifies its NIC by MAC address is compared with the NIC that
-// has it now: without that, the drift check would look for an interface of the policy's
-// name and report it missing.
-func TestResolvedOn(t *testing.T) {
-	committed, err := statepkg.Parse([]byte(`{"interfaces":[{"name":"storage","identifier":"mac-address","mac-address":"02:00:00:5E:00:53","type":"ethernet","mtu":9000}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mac, mtu, id := "02:00:00:5e:00:53", 9000, "storage"
-	current := statepkg.State{Interfaces: []statepkg.Interface{
-		{Name: "eth1", Type: statepkg.Veth, MACAddress: ref("02:00:00:00:00:01")},
-		{Name: "enp7s0", Type: statepkg.Ethernet, State: statepkg.Up, MACAddress: &mac, MTU: &mtu, ProfileName: &id},
-	}}
-	resolved, err := resolvedOn(committed, current)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diffs := statepkg.Verify(resolved, current); len(diffs) > 0 {
-		t.Errorf("drift reported on the NIC in effect: %v", diffs)
-	}
-	if diffs := statepkg.Verify(committed, current); len(diffs) == 0 {
-		t.Error("unresolved, the check cannot fail: the test proves nothing")
-	}
-	if _, err := resolvedOn(committed, statepkg.State{Interfaces: current.Interfaces[:1]}); err == nil {
-		t.Error("the NIC gone: want an error (the check is skipped), not a state to compare")
 	}
 }
 

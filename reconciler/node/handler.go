@@ -30,6 +30,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/readyourwrites"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
@@ -39,7 +40,7 @@ import (
 type Handler struct {
 	Client   client.Client
 	NodeName string
-	Backend  Backend
+	Backend  backend.Backend
 	// BootID identifies the running boot (/proc/sys/kernel/random/boot_id).
 	BootID func() (string, error)
 	// Degraded returns why the node's overlay is not in use, or "": policies applied
@@ -80,7 +81,7 @@ type Handler struct {
 	// last: the state last committed (or restored) in this process, and in which boot.
 	last struct {
 		boot  string
-		state Desired
+		state backend.Desired
 	}
 	// keptProbes: probes that passed before an apply that did not end in a commit. They
 	// stay in force until a commit, even if they fail before the next apply: that apply may

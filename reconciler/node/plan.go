@@ -13,7 +13,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -45,7 +45,7 @@ func (p Policy) Selects(nodeLabels map[string]string) bool {
 // Plan is what to do on one node.
 type Plan struct {
 	// Apply is the merged desired state of every valid, non-conflicting selected policy.
-	Apply Desired
+	Apply backend.Desired
 	// Applied names the policies Apply is made of.
 	Applied []string
 	// Owners names, for each interface of Apply, the policies that state it.
@@ -58,9 +58,9 @@ type Plan struct {
 // MakePlan parses and merges the policies selected for a node in the backend's schema. One
 // bad policy never blocks the others: an invalid one fails alone, two that conflict fail
 // together (each message names the other), and the rest are merged and applied.
-func MakePlan(schema Schema, selected []Policy) Plan {
+func MakePlan(schema backend.Schema, selected []Policy) Plan {
 	p := Plan{Failed: map[string]string{}}
-	var sources []Parsed
+	var sources []backend.Parsed
 	for _, pol := range selected {
 		if pol.CaptureError != "" {
 			p.Failed[pol.Name] = pol.CaptureError
@@ -75,7 +75,7 @@ func MakePlan(schema Schema, selected []Policy) Plan {
 			p.Failed[pol.Name] = "spec.desiredState: " + err.Error()
 			continue
 		}
-		sources = append(sources, Parsed{Policy: pol.Name, State: s})
+		sources = append(sources, backend.Parsed{Policy: pol.Name, State: s})
 	}
 	for len(sources) > 0 {
 		desired, owners, err := schema.Merge(sources)
@@ -88,7 +88,7 @@ func MakePlan(schema Schema, selected []Policy) Plan {
 					p.Failed[pol] = appendMessage(p.Failed[pol], "spec.desiredState."+c.Error())
 				}
 			}
-			var keep []Parsed
+			var keep []backend.Parsed
 			for _, s := range sources {
 				if !bad[s.Policy] {
 					keep = append(keep, s)
@@ -128,7 +128,7 @@ func appendMessage(prev, msg string) string {
 // those stating an interface that would not activate (a DHCP server that never answers
 // fails its own policy, not the node's others), else those that had failed before at
 // this generation (failedBefore). A backend that refused policies before any change
-// (*PoliciesRefused) names them. None when nothing points anywhere: all new ones fail.
+// (*backend.PoliciesRefused) names them. None when nothing points anywhere: all new ones fail.
 // Trying the rest again is safe: it is the same transaction less the suspects, checked
 // and rolled back like any other.
 func suspectsOf(applyErr error, apply Plan, isNew, failedBefore func(string) bool) map[string]bool {
@@ -136,7 +136,7 @@ func suspectsOf(applyErr error, apply Plan, isNew, failedBefore func(string) boo
 	if applyErr == nil {
 		return suspects
 	}
-	var refused *PoliciesRefused
+	var refused *backend.PoliciesRefused
 	if errors.As(applyErr, &refused) {
 		for name := range refused.Reasons {
 			if isNew(name) {
@@ -147,7 +147,7 @@ func suspectsOf(applyErr error, apply Plan, isNew, failedBefore func(string) boo
 			return suspects
 		}
 	}
-	var ae *networkmanager.ApplyError
+	var ae *backend.ApplyError
 	if errors.As(applyErr, &ae) {
 		for _, iface := range ae.Interfaces {
 			for _, name := range apply.Owners[iface] {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 )
 
 func TestSelects(t *testing.T) {
@@ -28,7 +28,7 @@ func TestSelects(t *testing.T) {
 }
 
 func TestMakePlanIsolatesBadPolicies(t *testing.T) {
-	p := MakePlan(NMState{}, []Policy{
+	p := MakePlan(backend.NMState{}, []Policy{
 		{Name: "good-vlan", DesiredState: []byte(`{"interfaces":[{"name":"bond0.10","type":"vlan","vlan":{"id":10,"base-iface":"bond0"}}]}`)},
 		{Name: "good-bond", DesiredState: []byte(`{"interfaces":[{"name":"bond0","type":"bond","link-aggregation":{"mode":"active-backup","port":["eth1"]}}]}`)},
 		{Name: "invalid", DesiredState: []byte(`{"interfaces":[{"name":"v","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`)},
@@ -40,7 +40,7 @@ func TestMakePlanIsolatesBadPolicies(t *testing.T) {
 	if got := strings.Join(p.Applied, ","); got != "good-bond,good-vlan" {
 		t.Errorf("applied %s", got)
 	}
-	if apply, err := NMStateOf(p.Apply); err != nil || len(apply.Interfaces) != 2 {
+	if apply, err := backend.NMStateOf(p.Apply); err != nil || len(apply.Interfaces) != 2 {
 		t.Errorf("merged %+v (%v)", p.Apply, err)
 	}
 	for pol, want := range map[string]string{
@@ -66,10 +66,10 @@ func TestSuspectsOf(t *testing.T) {
 	}{
 		{"no failure", nil, "", nil},
 		{"an interface that would not activate: its policy alone",
-			&networkmanager.ApplyError{Reason: "eth1: activation failed", Interfaces: []string{"eth1"}}, "static", []string{"dhcp"}},
+			&backend.ApplyError{Reason: "eth1: activation failed", Interfaces: []string{"eth1"}}, "static", []string{"dhcp"}},
 		{"an interface of a policy already in effect: no new one to blame, those that failed before",
-			&networkmanager.ApplyError{Reason: "eth3: activation failed", Interfaces: []string{"eth3"}}, "static", []string{"static"}},
-		{"not one interface's: those that failed before", &networkmanager.ApplyError{Reason: "did not converge"}, "dhcp", []string{"dhcp"}},
+			&backend.ApplyError{Reason: "eth3: activation failed", Interfaces: []string{"eth3"}}, "static", []string{"static"}},
+		{"not one interface's: those that failed before", &backend.ApplyError{Reason: "did not converge"}, "dhcp", []string{"dhcp"}},
 		{"nothing points anywhere: none (all new ones fail)", errors.New("did not converge"), "", nil},
 	} {
 		got := suspectsOf(tc.err, apply, isNew, func(name string) bool { return name == tc.failedBefore })

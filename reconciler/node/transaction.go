@@ -9,23 +9,15 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
-
-	"github.com/nmoverlay/nmoverlay/api/field"
 )
-
-// Transaction is an applied, verified change the handler commits or rolls back.
-type Transaction interface {
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
-}
 
 // apply applies desired, probes the node and commits, or rolls back when a probe that
 // passed before the apply fails after it. When NetworkManager cannot roll back (it
 // restarted and lost the checkpoint) or cannot commit, the last committed state is
 // applied again at once, so the node never stays on a change nobody committed.
-func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, desired Desired) (err error) {
+func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, desired backend.Desired) (err error) {
 	start := time.Now()
 	result := "failed"
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot, "policies", policies)
@@ -52,12 +44,12 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 	tx, err := h.Backend.Apply(ctx, desired)
 	at = phase("change", at)
 	if err != nil {
-		if errors.As(err, new(*networkmanager.CheckpointBusyError)) || errors.As(err, new(*field.Error)) || errors.As(err, new(*PoliciesRefused)) {
-			return err // nothing was changed
+		if backend.NothingChanged(err) {
+			return err
 		}
 		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge
 		h.keepProbes(healthy)
-		var applyErr *networkmanager.ApplyError
+		var applyErr *backend.ApplyError
 		if errors.As(err, &applyErr) && applyErr.RollbackErr != nil {
 			return h.restored(ctx, v, err)
 		}
@@ -147,7 +139,7 @@ func (h *Handler) restore(ctx context.Context, v *nodeView) error {
 // lastCommitted is the state last committed on the node in this boot: this process's own
 // record, or, after a restart, what the enactments Available in this boot applied
 // (status.desiredState); in a new boot, nothing (the persistent profiles).
-func (h *Handler) lastCommitted(v *nodeView) Desired {
+func (h *Handler) lastCommitted(v *nodeView) backend.Desired {
 	if h.last.boot == v.boot {
 		return h.last.state
 	}

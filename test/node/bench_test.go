@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
@@ -190,7 +190,7 @@ func BenchmarkApplyReference(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	npDesired, _, err := np.Merge([]node.Parsed{{Policy: "reference", State: npDoc}})
+	npDesired, _, err := np.Merge([]backend.Parsed{{Policy: "reference", State: npDoc}})
 	if err != nil {
 		b.Fatal(err)
 	}

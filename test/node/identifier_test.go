@@ -12,7 +12,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -24,7 +23,7 @@ var _ = Describe("interfaces identified by MAC address", Ordered, func() {
 		ctx    = context.Background()
 		n      *overlayNode
 		nm     *networkmanager.Client
-		engine node.NetworkManager
+		engine networkmanager.Backend
 	)
 
 	BeforeAll(func() {

@@ -176,7 +176,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 		nm.Close()
 		return nil, err
 	}
-	engine := node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
+	engine := networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: nodeName, APIReader: mgr.GetAPIReader(),
 		Backend:  engine,
 		BootID:   o.bootID,
@@ -264,11 +264,11 @@ func (o *overlayNode) handlerMetric(sample string) (float64, error) {
 
 // engineOn boots the node and connects the handler's engine to its NetworkManager, as
 // engine-level specs use it; the connection closes with the spec's clean-up.
-func (o *overlayNode) engineOn(ctx context.Context) (*networkmanager.Client, node.NetworkManager) {
+func (o *overlayNode) engineOn(ctx context.Context) (*networkmanager.Client, networkmanager.Backend) {
 	GinkgoHelper()
 	Expect(o.start(ctx)).To(Succeed())
 	nm, err := networkmanager.Connect(ctx, o.BusAddress())
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(nm.Close)
-	return nm, node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
+	return nm, networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 }

@@ -15,8 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
@@ -33,7 +33,7 @@ var _ = Describe("Open vSwitch policies through the engine", Ordered, func() {
 		ctx    = context.Background()
 		n      *overlayNode
 		nm     *networkmanager.Client
-		engine node.NetworkManager
+		engine networkmanager.Backend
 		show   func(context.Context) (state.State, error)
 	)
 	run := func(name string, args ...string) string {
@@ -49,12 +49,12 @@ var _ = Describe("Open vSwitch policies through the engine", Ordered, func() {
 		var err error
 		nm, err = networkmanager.Connect(ctx, n.BusAddress())
 		Expect(err).NotTo(HaveOccurred())
-		engine = node.NetworkManager{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 40 * time.Second},
+		engine = networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 40 * time.Second},
 			OVSDBSocket: n.PathInNode(nmhost.OVSDBSocket)}
-		show = node.ShowWithMappings(nm.Show, engine.OVSDBSocket)
+		show = networkmanager.ShowWithMappings(nm.Show, engine.OVSDBSocket)
 	}
 	desired := mergePolicies
-	apply := func(docs ...string) node.Transaction {
+	apply := func(docs ...string) backend.Transaction {
 		tx, err := engine.Apply(ctx, desired(docs...))
 		Expect(err).NotTo(HaveOccurred(), n.NMLog())
 		return tx
@@ -334,7 +334,7 @@ interfaces:
 - {name: ovs-br3, type: ovs-bridge, bridge: {options: {datapath: netdev}, port: [{name: nosuch0}]}}
 ovn: {bridge-mappings: [{localnet: localnet4, bridge: ovs-br3}]}
 `))
-		var applyErr *networkmanager.ApplyError
+		var applyErr *backend.ApplyError
 		Expect(errors.As(err, &applyErr)).To(BeTrue(), "%v", err)
 		Expect(applyErr.RollbackErr).NotTo(HaveOccurred())
 		Expect(applyErr.Reason).To(ContainSubstring("nosuch0"))

@@ -14,7 +14,6 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -26,7 +25,7 @@ var _ = Describe("route rules through the engine", Ordered, func() {
 		ctx    = context.Background()
 		n      *overlayNode
 		nm     *networkmanager.Client
-		engine node.NetworkManager
+		engine networkmanager.Backend
 	)
 	apply := func(doc string) {
 		tx, err := engine.Apply(ctx, mustParse(doc))

@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/internal/version"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/probe"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
@@ -29,7 +30,7 @@ import (
 // Engine keeps the state in effect, records every commit and rollback, and fails states
 // naming an interface "broken0"; each commit signals a change, as NetworkManager would.
 type Engine struct {
-	node.NMState
+	backend.NMState
 	mu        sync.Mutex
 	current   state.State   // in effect: the last committed state
 	pending   *state.State  // applied, not yet committed or rolled back
@@ -67,8 +68,8 @@ func (t tx) Rollback(context.Context) error {
 }
 
 // Apply puts s in effect, pending a commit.
-func (e *Engine) Apply(_ context.Context, d node.Desired) (node.Transaction, error) {
-	s, err := node.NMStateOf(d)
+func (e *Engine) Apply(_ context.Context, d backend.Desired) (backend.Transaction, error) {
+	s, err := backend.NMStateOf(d)
 	if err != nil {
 		return nil, err
 	}

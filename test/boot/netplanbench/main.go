@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
@@ -46,7 +46,7 @@ func run(runs int) error {
 	if err != nil {
 		return err
 	}
-	desired, _, err := np.Merge([]node.Parsed{{Policy: "reference", State: parsed}})
+	desired, _, err := np.Merge([]backend.Parsed{{Policy: "reference", State: parsed}})
 	if err != nil {
 		return err
 	}

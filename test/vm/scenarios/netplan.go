@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/reconciler/backend"
 	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
 	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
 	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
@@ -59,7 +59,7 @@ network:
 		// virtio-net takes at most 65535: NetworkManager activates the bond anyway, and
 		// the verification finds the MTU it could not set.
 		err = applyNetplan(ctx, b, bond("70000"))
-		var ae *networkmanager.ApplyError
+		var ae *backend.ApplyError
 		if !errors.As(err, &ae) || ae.RollbackErr != nil || !strings.Contains(ae.Reason, "bond-np.mtu") {
 			return fmt.Errorf("a bond MTU of 70000: %v, want it rolled back naming bond-np.mtu", err)
 		}
@@ -95,13 +95,13 @@ network:
 // applyNetplan applies the documents (none: every policy gone) as the handler does, as
 // policy "bond", and commits.
 func applyNetplan(ctx context.Context, b *netplan.Backend, docs ...string) error {
-	var parsed []node.Parsed
+	var parsed []backend.Parsed
 	for _, doc := range docs {
 		s, err := b.Parse([]byte(doc))
 		if err != nil {
 			return err
 		}
-		parsed = append(parsed, node.Parsed{Policy: "bond", State: s})
+		parsed = append(parsed, backend.Parsed{Policy: "bond", State: s})
 	}
 	desired, _, err := b.Merge(parsed)
 	if err != nil {
