@@ -1,0 +1,37 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    pkg
+		want string // a substring of the one problem; "" for none
+	}{
+		{name: "down a floor", p: pkg{ImportPath: module + "/reconciler/node", Imports: []string{module + "/reconciler/backend", "fmt"}}},
+		{name: "the handler importing a backend", p: pkg{ImportPath: module + "/reconciler/node", Imports: []string{module + "/reconciler/networkmanager"}},
+			want: "knows backends only through reconciler/backend"},
+		{name: "up a floor", p: pkg{ImportPath: module + "/reconciler/state", Imports: []string{module + "/reconciler/backend"}},
+			want: "reconciler/state (floor 1) imports reconciler/backend (floor 5)"},
+		{name: "across a floor", p: pkg{ImportPath: module + "/reconciler/cluster", Imports: []string{module + "/reconciler/node"}},
+			want: "(floor 8) imports reconciler/node (floor 8)"},
+		{name: "a package with no floor", p: pkg{ImportPath: module + "/reconciler/newthing"}, want: "has no floor"},
+		{name: "nm-overlay linking client-go", p: pkg{ImportPath: module + "/cmd/nm-overlay", Deps: []string{"k8s.io/client-go/rest"}},
+			want: "must link no Kubernetes client"},
+		{name: "tests are above the floors", p: pkg{ImportPath: module + "/test/kit", Imports: []string{module + "/cmd/handler"}}},
+		{name: "another module", p: pkg{ImportPath: "example.com/x", Imports: []string{module + "/reconciler/node"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := check(tc.p)
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("problems %v, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("problems %v, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
