@@ -16,7 +16,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/reconciler/serving"
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
 
 // source is the kustomization and its resources as read from disk, parsed here

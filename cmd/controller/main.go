@@ -13,8 +13,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
-	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
-	"github.com/nmoverlay/nmoverlay/reconciler/serving"
+	"github.com/nmoverlay/nmoverlay/internal/cluster"
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
 
 func main() {

@@ -15,10 +15,10 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/field"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/overlay"
-	"github.com/nmoverlay/nmoverlay/reconciler/nmpolicy"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/nmpolicy"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // openshift-install's asset dirs: what `openshift-install create manifests` wrote, and

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 )

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
 )
 
 // parseDocs splits multi-document YAML and parses each document strictly.

@@ -19,8 +19,8 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/reconciler/operator"
-	"github.com/nmoverlay/nmoverlay/reconciler/serving"
+	"github.com/nmoverlay/nmoverlay/internal/operator"
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
 
 type options struct {

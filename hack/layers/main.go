@@ -20,19 +20,19 @@ var floors = [][]string{
 	// Definitions with no I/O of ours: field paths, the version.
 	{"api/field", "internal/version"},
 	// The API's types, and the pure decisions and clients nothing here depends on.
-	{"api/shared", "reconciler/state", "reconciler/nmpolicy", "reconciler/ovsdb", "reconciler/networkmanager/nmdbus",
-		"reconciler/probe", "reconciler/readyourwrites", "reconciler/serving"},
-	{"api/v1", "overlay"},
-	{"api/v1beta1", "machineconfigs"},
+	{"api/shared", "internal/state", "internal/nmpolicy", "internal/ovsdb", "internal/networkmanager/nmdbus",
+		"internal/probe", "internal/readyourwrites", "internal/serving"},
+	{"api/v1", "internal/overlay"},
+	{"api/v1beta1", "internal/machineconfigs"},
 	{"api", "deploy"},
 	// The seam between the handler and the backends.
-	{"reconciler/backend"},
+	{"internal/backend"},
 	// The engine over NetworkManager, and the networkmanager backend on it.
-	{"reconciler/networkmanager"},
+	{"internal/networkmanager"},
 	// netplan applies its generated profiles through the engine.
-	{"reconciler/netplan"},
+	{"internal/netplan"},
 	// The reconcilers.
-	{"reconciler/node", "reconciler/cluster", "reconciler/operator"},
+	{"internal/node", "internal/cluster", "internal/operator"},
 	// The binaries.
 	{"cmd/handler", "cmd/controller", "cmd/operator", "cmd/nmoverlay", "cmd/nm-overlay"},
 }
@@ -40,7 +40,7 @@ var floors = [][]string{
 // forbidden are imports the floors allow and the design does not: the handler knows a
 // backend only through the seam.
 var forbidden = map[string][]string{
-	"reconciler/node": {"reconciler/networkmanager", "reconciler/netplan"},
+	"internal/node": {"internal/networkmanager", "internal/netplan"},
 }
 
 // noKubernetesClient are the binaries that must link no Kubernetes client: nm-overlay runs
@@ -100,7 +100,7 @@ func check(p pkg) []string {
 		}
 		switch f := floorOf(dep); {
 		case slices.Contains(forbidden[name], dep):
-			problems = append(problems, fmt.Sprintf("%s imports %s: it knows backends only through reconciler/backend", name, dep))
+			problems = append(problems, fmt.Sprintf("%s imports %s: it knows backends only through internal/backend", name, dep))
 		case f < 0 && !strings.HasPrefix(dep, "test/"):
 			problems = append(problems, fmt.Sprintf("%s imports %s, which has no floor", name, dep))
 		case f < 0 || f >= floor:

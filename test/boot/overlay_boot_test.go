@@ -15,8 +15,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )

@@ -31,9 +31,9 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/overlay"
-	"github.com/nmoverlay/nmoverlay/reconciler/serving"
+	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	lc "github.com/nmoverlay/nmoverlay/test/localcluster"
 )

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/serving"
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
 
 // The daemons' metrics filter (serving.Authorized) against the real API server's

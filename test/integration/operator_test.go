@@ -30,7 +30,7 @@ import (
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/reconciler/operator"
+	"github.com/nmoverlay/nmoverlay/internal/operator"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 

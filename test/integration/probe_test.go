@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/probe"
+	"github.com/nmoverlay/nmoverlay/internal/probe"
 )
 
 var _ = Describe("the API server and node probes, against the real API server", func() {

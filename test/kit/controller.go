@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/cluster"
+	"github.com/nmoverlay/nmoverlay/internal/cluster"
 )
 
 // StartController runs the cluster controller (rollout slots and policy status, as

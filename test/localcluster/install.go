@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/deploy"
-	"github.com/nmoverlay/nmoverlay/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 

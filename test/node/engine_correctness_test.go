@@ -13,8 +13,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 
 	"github.com/nmoverlay/nmoverlay/api/field"

@@ -16,9 +16,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 

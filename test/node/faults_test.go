@@ -20,7 +20,7 @@ import (
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 )
 
 // The fault tier (make test-faults): each fault injected for real on a node-tier node

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 

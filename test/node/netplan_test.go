@@ -16,7 +16,7 @@ import (
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/reconciler/netplan"
+	"github.com/nmoverlay/nmoverlay/internal/netplan"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )

@@ -15,9 +15,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/nmoverlay/nmoverlay/overlay"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 

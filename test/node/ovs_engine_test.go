@@ -15,10 +15,10 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
-	"github.com/nmoverlay/nmoverlay/reconciler/backend"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/backend"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 

@@ -13,8 +13,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/nmoverlay/nmoverlay/overlay"
-	"github.com/nmoverlay/nmoverlay/reconciler/ovsdb"
+	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
 )
 
 // The bridge mappings client against Debian's ovsdb-server with Open vSwitch's own schema:

@@ -13,8 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // Route rules through the handler's engine on an overlay node: they live on the profiles

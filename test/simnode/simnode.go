@@ -1,5 +1,5 @@
 // Package simnode runs simulated nodes against a real API server: the real handler and
-// NodeNetworkState reporter (reconciler/node), each node with its own scoped cache, client
+// NodeNetworkState reporter (internal/node), each node with its own scoped cache, client
 // and user agent, and an engine double in place of NetworkManager (tested for real in the
 // node and VM tiers). The integration tier and the API-load benchmark share it.
 package simnode
@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nmoverlay/nmoverlay/internal/backend"
+	"github.com/nmoverlay/nmoverlay/internal/node"
+	"github.com/nmoverlay/nmoverlay/internal/probe"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/internal/version"
-	"github.com/nmoverlay/nmoverlay/reconciler/backend"
-	"github.com/nmoverlay/nmoverlay/reconciler/node"
-	"github.com/nmoverlay/nmoverlay/reconciler/probe"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
 )
 
 // Engine keeps the state in effect, records every commit and rollback, and fails states

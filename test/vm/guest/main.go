@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/test/vm/scenarios"
 )
 

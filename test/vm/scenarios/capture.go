@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/nmpolicy"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/nmpolicy"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // captureScenarios: kubernetes-nmstate's docs/examples/lldp.yaml as published: LLDP on

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // ethtoolScenarios: offload features of the guest's virtio NIC, by their kernel names

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // NICs are the guest's test NICs, found by the MAC addresses the host gives them. A is

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nmoverlay/nmoverlay/reconciler/networkmanager"
-	"github.com/nmoverlay/nmoverlay/reconciler/state"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // netdevsimID is the simulated device's id on the netdevsim bus.

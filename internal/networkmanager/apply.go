@@ -1,0 +1,737 @@
+package networkmanager
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/godbus/dbus/v5"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nmoverlay/nmoverlay/internal/state"
+
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
+)
+
+// ApplyOptions tune one transaction.
+type ApplyOptions struct {
+	// RollbackTimeout is the checkpoint's own timeout: if this process dies before Commit
+	// or Rollback, NetworkManager rolls back by itself after it. Default 110 s.
+	RollbackTimeout time.Duration
+	// ActivationTimeout bounds the wait for the profiles to activate; it must be below
+	// RollbackTimeout. Default DefaultActivationTimeout, or half RollbackTimeout if less.
+	ActivationTimeout time.Duration
+	// Prune makes desired the whole of what the engine owns: owned profiles of interfaces
+	// it does not name are deleted, so those interfaces return to their persistent
+	// profiles. The reconciler applies a node's merged policies this way, so a deleted
+	// policy's changes go away.
+	Prune bool
+	// CheckpointRecord is a file (on tmpfs: checkpoints do not outlive a boot) where the
+	// engine notes its open checkpoint, so that one left by a process that died mid-apply
+	// is rolled back at the next Apply. Every checkpoint not noted there is another
+	// tool's: never rolled back, waited for (*CheckpointBusyError). Empty: no note; a
+	// stale checkpoint of ours then blocks until its RollbackTimeout.
+	CheckpointRecord string
+}
+
+// DefaultActivationTimeout bounds the wait for activation, DHCP included: longer than
+// NetworkManager's own DHCP timeout (45 s), so a DHCP server that answers slowly still
+// answers in time.
+const DefaultActivationTimeout = 50 * time.Second
+
+func (o ApplyOptions) withDefaults() (ApplyOptions, error) {
+	if o.RollbackTimeout <= 0 {
+		o.RollbackTimeout = DefaultActivationTimeout + 60*time.Second
+	}
+	if o.ActivationTimeout <= 0 {
+		o.ActivationTimeout = min(DefaultActivationTimeout, o.RollbackTimeout/2)
+	}
+	// NetworkManager rolls back by itself at the rollback timeout: waiting for activation
+	// as long would see its rollback, not the activation, and fail saying ROLLBACK FAILED.
+	if o.ActivationTimeout >= o.RollbackTimeout {
+		return o, fmt.Errorf("activation timeout %s must be below the rollback timeout %s", o.ActivationTimeout, o.RollbackTimeout)
+	}
+	return o, nil
+}
+
+// Transaction is an applied, verified, not yet committed change.
+type Transaction struct {
+	c          *Client
+	checkpoint checkpointID
+	record     record
+	desired    state.State
+	// created are the interfaces the state names that did not exist before the apply.
+	created []string
+	// verify, when set, says what of the change does not run (instead of desired), and
+	// undo puts back files another program wrote for it (ApplyFiles), before the rollback.
+	verify func(current state.State) []string
+	undo   func(ctx context.Context) error
+}
+
+// failed rolls back an apply that did not converge (even when ctx is done) and says what
+// did not: an *ApplyError, naming the interfaces that would not activate.
+func (t *Transaction) failed(ctx context.Context, err error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	e := &ApplyError{Reason: err.Error(), RollbackErr: t.Rollback(rctx)}
+	var act *activationError
+	if errors.As(err, &act) {
+		e.Interfaces = act.interfaces
+	}
+	return e
+}
+
+// unconverged says what of the change is not in effect.
+func (t *Transaction) unconverged(ctx context.Context) ([]string, error) {
+	if t.verify == nil {
+		return t.c.unconverged(ctx, t.desired)
+	}
+	current, err := t.c.Show(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the state back: %w", err)
+	}
+	return t.verify(current), nil
+}
+
+// Commit keeps the change: the checkpoint is destroyed. If NetworkManager lost the
+// checkpoint meanwhile (it restarted: the profiles, saved in the tmpfs layer, came back
+// with it), the state read back decides: the change is committed if it is still fully in
+// effect, else *CheckpointLostError.
+func (t *Transaction) Commit(ctx context.Context) error {
+	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
+		_ = t.record.clear() // it notes a checkpoint that no longer exists
+		diffs, err := t.unconverged(ctx)
+		if err != nil {
+			return &CheckpointLostError{Op: "commit", Why: why + "; " + err.Error()}
+		}
+		if len(diffs) > 0 {
+			return &CheckpointLostError{Op: "commit", Why: why + "; the change is no longer in effect: " + strings.Join(diffs, "; ")}
+		}
+		logr.FromContextOrDiscard(ctx).Info("checkpoint lost, but the change is fully in effect: committed", "checkpoint", t.checkpoint.String(), "reason", why)
+		return nil
+	}
+	if err := t.c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointDestroy", t.checkpoint.Path).Err; err != nil {
+		return fmt.Errorf("committing (CheckpointDestroy %s): %w", t.checkpoint, err)
+	}
+	return t.record.clear()
+}
+
+// Rollback restores every device and profile as they were before Apply. If the
+// checkpoint is gone (*CheckpointLostError) nothing was restored: the caller must.
+func (t *Transaction) Rollback(ctx context.Context) error {
+	var undoErr error
+	if t.undo != nil {
+		undoErr = t.undo(ctx)
+	}
+	if ok, why := t.c.held(ctx, t.checkpoint); !ok {
+		_ = t.record.clear()
+		return errors.Join(undoErr, &CheckpointLostError{Op: "roll back", Why: why})
+	}
+	err := errors.Join(undoErr, t.c.rollback(ctx, t.checkpoint.Path))
+	if cerr := t.record.clear(); err == nil {
+		err = cerr
+	}
+	if derr := t.c.deleteLeftovers(ctx, t.created); err == nil {
+		err = derr
+	}
+	return err
+}
+
+// deleteLeftovers deletes the software devices the apply created that the rollback left:
+// NetworkManager disconnects a new device but leaves its kernel link when it was still
+// activating (a bridge waiting for DHCP).
+func (c *Client) deleteLeftovers(ctx context.Context, created []string) error {
+	if len(created) == 0 {
+		return nil
+	}
+	devs, err := c.devices(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range devs {
+		if !slices.Contains(created, d.name) || !d.real || d.typ == "" || d.typ == state.Ethernet || ovsOnly(d.typ) || d.state == deviceStateActivated {
+			continue
+		}
+		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".Delete").Err; err != nil && c.stillReal(ctx, d.path) {
+			return fmt.Errorf("deleting %s, created by the apply rolled back: %w", d.name, err)
+		}
+	}
+	return nil
+}
+
+// stillReal: the device exists in the kernel (NetworkManager may have been removing it
+// while Delete was asked).
+func (c *Client) stillReal(ctx context.Context, path dbus.ObjectPath) bool {
+	devs, err := c.devices(ctx)
+	return err != nil || slices.ContainsFunc(devs, func(d device) bool { return d.path == path && d.real })
+}
+
+func (c *Client) rollback(ctx context.Context, cp dbus.ObjectPath) error {
+	var result map[string]uint32
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointRollback", cp).Store(&result); err != nil {
+		return fmt.Errorf("rolling back %s: %w", cp, err)
+	}
+	failed := map[dbus.ObjectPath]bool{}
+	for dev, code := range result {
+		if code == 3 { // NM_ROLLBACK_RESULT_ERR_FAILED; 1 and 2 are devices gone or unmanaged
+			failed[dbus.ObjectPath(dev)] = true
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	// NetworkManager 1.42 reports an OVS bridge or port it took down as failed to restore,
+	// then starts it again itself once an interface of its restored profiles joins: those
+	// count as restored when they run again within ovsRestoreWait.
+	var last []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, ovsRestoreWait, true, func(ctx context.Context) (bool, error) {
+		devs, err := c.devices(ctx)
+		if err != nil {
+			return false, err
+		}
+		last = last[:0]
+		settled := true
+		for _, d := range devs {
+			if !failed[d.path] {
+				continue
+			}
+			last = append(last, fmt.Sprintf("%s (%s)", d.path, d.name))
+			if !ovsOnly(d.typ) {
+				return false, fmt.Errorf("%s is not an OVS bridge or port, which NetworkManager starts again", d.name)
+			}
+			settled = settled && d.state == deviceStateActivated
+		}
+		return settled, nil
+	})
+	if err != nil {
+		sort.Strings(last)
+		return fmt.Errorf("rollback failed for devices %s: %w", strings.Join(last, ", "), err)
+	}
+	return nil
+}
+
+// ovsRestoreWait is how long an OVS bridge or port a rollback took down may take to run
+// again.
+const ovsRestoreWait = 30 * time.Second
+
+// ApplyError says what did not converge; the change was rolled back, unless RollbackErr
+// says otherwise.
+type ApplyError struct {
+	Reason string
+	// Interfaces are the interfaces that would not activate (a DHCP server that never
+	// answered), when that is why; empty when the failure is not one interface's.
+	Interfaces  []string
+	RollbackErr error
+}
+
+func (e *ApplyError) Error() string {
+	msg := e.Reason + "; rolled back"
+	if e.RollbackErr != nil {
+		msg = e.Reason + "; ROLLBACK FAILED: " + e.RollbackErr.Error()
+	}
+	return msg
+}
+
+func (e *ApplyError) Unwrap() error { return e.RollbackErr }
+
+// Apply applies desired in one checkpoint: profiles are added or updated (saved to disk,
+// so under nmoverlay they land in the tmpfs layer), activated in dependency order, and the
+// result is verified against desired. On any failure everything is rolled back and an
+// *ApplyError says what did not converge; on success the caller commits or rolls back.
+// While another tool holds a checkpoint nothing is changed (*CheckpointBusyError).
+func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptions) (*Transaction, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ordered, err := state.Order(desired)
+	if err != nil {
+		return nil, err
+	}
+	rec := record(opts.CheckpointRecord)
+	if err := c.prepare(ctx, rec); err != nil {
+		return nil, err
+	}
+	// Planned before the checkpoint: what cannot be placed (DNS with no interface to carry
+	// it) is refused with nothing changed.
+	h, err := c.readHost(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if desired, err = h.resolveIdentifiers(desired); err != nil {
+		return nil, err
+	}
+	if desired, err = h.copyMACs(desired); err != nil {
+		return nil, err
+	}
+	if ordered, err = state.Order(desired); err != nil {
+		return nil, err
+	}
+	pl, err := h.plan(desired, ordered, opts.Prune)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := c.createCheckpoint(ctx, rec, opts.RollbackTimeout)
+	if err != nil {
+		return nil, err
+	}
+	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
+	for _, it := range pl.interfaces {
+		if _, existed := h.devs[it.Key()]; !existed && it.State != state.Absent && !ovsOnly(it.Type) {
+			tx.created = append(tx.created, it.Name)
+		}
+	}
+	fail := func(err error) (*Transaction, error) { return nil, tx.failed(ctx, err) }
+	if err := c.carryOut(ctx, h, pl, desired, opts); err != nil {
+		return fail(err)
+	}
+	diffs, err := c.unconverged(ctx, desired)
+	if err != nil {
+		return fail(err)
+	}
+	if len(diffs) > 0 {
+		return fail(errors.New("did not converge: " + strings.Join(diffs, "; ")))
+	}
+	return tx, nil
+}
+
+// unconverged reads the state back and says what of desired is not in effect.
+func (c *Client) unconverged(ctx context.Context, desired state.State) ([]string, error) {
+	current, err := c.Show(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the state back: %w", err)
+	}
+	return state.Verify(desired, current), nil
+}
+
+// profile is one connection profile NetworkManager holds.
+type profile struct {
+	path     dbus.ObjectPath
+	settings settings
+}
+
+func (c *Client) profiles(ctx context.Context) ([]profile, error) {
+	paths, err := c.nm.Connections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]profile, 0, len(paths))
+	for _, p := range paths {
+		s, err := c.nm.Settings(ctx, p)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		out = append(out, profile{path: p, settings: settings(s)})
+	}
+	return out, nil
+}
+
+// carryOut deletes, saves and activates the profiles the plan names, in its order.
+func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state.State, opts ApplyOptions) error {
+	for _, key := range pl.deletes {
+		if err := c.call(ctx, h.owned[key].path, nmdbus.ConnIface+".Delete").Err; err != nil {
+			return fmt.Errorf("%s: deleting its profile: %w", key, err)
+		}
+	}
+	var toActivate, unchanged []activation
+	for _, it := range pl.interfaces {
+		if it.State == state.Absent {
+			continue // its profile is deleted above; NetworkManager deletes the software device it created, a NIC stays
+		}
+		key := it.Key()
+		dev, hasDev := h.devs[key]
+		want, err := h.build(it, pl, opts.Prune)
+		if err != nil {
+			return err
+		}
+		path, changed, err := c.save(ctx, h.owned[key], want)
+		if err != nil {
+			return fmt.Errorf("%s: saving its profile: %w", key, err)
+		}
+		if it.State == state.Down {
+			if hasDev && dev.active != "" && dev.active != "/" {
+				if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".DeactivateConnection", dev.active).Err; err != nil {
+					return fmt.Errorf("%s: deactivating: %w", it.Name, err)
+				}
+			}
+			continue
+		}
+		a := activation{name: it.Name, key: key, ovs: ovsOnly(it.Type), profile: path}
+		if changed || !activeWith(dev, hasDev, path) || drifted(h.current, it, desired) {
+			toActivate = append(toActivate, a)
+		} else {
+			unchanged = append(unchanged, a)
+		}
+	}
+	toActivate = append(toActivate, underOVSControllers(toActivate, unchanged, pl)...)
+	deadline := time.Now().Add(opts.ActivationTimeout)
+	var ovs []activation
+	for _, stage := range stages(toActivate, pl) {
+		var targets []activation
+		for _, t := range stage {
+			if err := c.activateAgainOnce(ctx, &t); err != nil {
+				return fmt.Errorf("%s: activating: %w", t.name, err)
+			}
+			if t.ovs {
+				ovs = append(ovs, t)
+				t.startedOnly = true
+			}
+			targets = append(targets, t)
+		}
+		if err := c.waitActivated(ctx, targets, deadline, opts.ActivationTimeout); err != nil {
+			return err
+		}
+	}
+	// The OVS bridges and ports, started before their interfaces, are up once those joined.
+	return c.waitActivated(ctx, ovs, deadline, opts.ActivationTimeout)
+}
+
+// stages split the activations so that an interface built on another one being activated
+// (a VLAN, MAC-VLAN or VXLAN on a new bond) starts only once that one is up: the kernel
+// link is created with the MAC its base has then, and a bond takes its first port's MAC
+// only when the port joins, so a VLAN made earlier keeps the bond's first, random MAC and
+// never sees its DHCP server's answers. An OVS port starts once its bridge has started,
+// and an interface once its OVS port has: activating an interface activates its
+// controllers, and an activation of theirs started at the same moment replaces that one
+// and leaves the interface waiting. Everything else starts at once.
+func stages(toActivate []activation, pl *steps) [][]activation {
+	after := map[string]string{} // by key: what must have started first
+	for _, it := range pl.interfaces {
+		key := it.Key()
+		after[key], _ = it.BaseIface()
+		if c := ovsController(pl, it); c != "" {
+			after[key] = c
+		}
+	}
+	activating := map[string]bool{}
+	for _, t := range toActivate {
+		activating[t.key] = true
+	}
+	depth := map[string]int{}
+	var stageOf func(key string, seen int) int
+	stageOf = func(key string, seen int) int {
+		if d, ok := depth[key]; ok {
+			return d
+		}
+		d := 0
+		if b := after[key]; b != "" && activating[b] && seen < len(pl.interfaces) {
+			d = stageOf(b, seen+1) + 1
+		}
+		depth[key] = d
+		return d
+	}
+	var out [][]activation
+	for _, t := range toActivate {
+		d := stageOf(t.key, 0)
+		for len(out) <= d {
+			out = append(out, nil)
+		}
+		out[d] = append(out[d], t)
+	}
+	return out
+}
+
+// ovsController is the key of the OVS bridge or port it is a port of, or "".
+func ovsController(pl *steps, it state.Interface) string {
+	switch p := pl.perIface[it.Key()].port; {
+	case p == nil:
+	case p.kind == "ovs-port":
+		return state.Interface{Name: p.ovsPort, Type: state.OVSPort}.Key()
+	case p.kind == "ovs-bridge":
+		return state.Interface{Name: p.bridge, Type: state.OVSBridge}.Key()
+	}
+	return ""
+}
+
+// underOVSControllers are the unchanged activations whose OVS bridge or port is activated
+// again (its options changed): that takes its ports off, and nothing else puts them back.
+func underOVSControllers(toActivate, unchanged []activation, pl *steps) []activation {
+	activated := map[string]bool{}
+	for _, t := range toActivate {
+		activated[t.key] = true
+	}
+	byKey := map[string]state.Interface{}
+	for _, it := range pl.interfaces {
+		byKey[it.Key()] = it
+	}
+	var out []activation
+	for added := true; added; {
+		added = false
+		for i, t := range unchanged {
+			if t.key != "" && activated[ovsController(pl, byKey[t.key])] {
+				activated[t.key], added = true, true
+				out = append(out, t)
+				unchanged[i].key = "" // taken
+			}
+		}
+	}
+	return out
+}
+
+// ovsOnly: the type is an OVSDB object with no kernel interface of its own (an OVS bridge
+// or port), which NetworkManager models as a device of the same name as others.
+func ovsOnly(t state.InterfaceType) bool { return t == state.OVSBridge || t == state.OVSPort }
+
+// drifted says whether the interface, whose profile is unchanged and active, no longer
+// runs what it says (an address deleted, a route removed, outside nmoverlay): activating
+// the profile again puts it back, so a later apply verifies instead of failing on what
+// someone else did.
+func drifted(current func() (state.State, error), it state.Interface, desired state.State) bool {
+	if it.Type == state.OVSPort {
+		return false // verified with its bridge
+	}
+	now, err := current()
+	if err != nil {
+		return true // cannot tell: activating again is harmless
+	}
+	if it.Type == state.OVSBridge && it.Bridge != nil {
+		// Its ports are profiles of their own, each judged as such: starting the bridge
+		// again would only take them all off it.
+		b := *it.Bridge
+		b.Port = nil
+		it.Bridge = &b
+	}
+	one := state.State{Interfaces: []state.Interface{it}}
+	if desired.Routes != nil {
+		one.Routes = &state.Routes{}
+		for _, r := range desired.Routes.Config {
+			if r.NextHopInterface == it.Name {
+				one.Routes.Config = append(one.Routes.Config, r)
+			}
+		}
+	}
+	return len(state.Verify(one, now)) > 0
+}
+
+// activate asks NetworkManager to activate t's profile on its interface; t.active is the
+// activation it started.
+func (c *Client) activate(ctx context.Context, t *activation) error {
+	return c.call(ctx, nmdbus.Path, nmdbus.Iface+".ActivateConnection", t.profile, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&t.active)
+}
+
+// activateAgainOnce activates t, and asks again once 250 ms after a refusal: NetworkManager
+// refuses a request whose device is in passing at that moment, being released by its
+// controller (an OVS bridge activated again), or whose controller was just created by a
+// port's activation and is not yet managed ("Master device 'bond0' can't be activated:
+// Device unmanaged or not available for activation", seen with netplan's keyfiles).
+func (c *Client) activateAgainOnce(ctx context.Context, t *activation) error {
+	if err := c.activate(ctx, t); err == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(250 * time.Millisecond):
+	}
+	return c.activate(ctx, t)
+}
+
+// activationError: these interfaces would not activate.
+type activationError struct {
+	interfaces []string
+	msg        string
+}
+
+func (e *activationError) Error() string { return e.msg }
+
+// activation is a profile being activated on an interface.
+type activation struct {
+	name string
+	key  string
+	// ovs: an OVS bridge or port, which has no kernel interface to look the device up by:
+	// its activation's state says.
+	ovs bool
+	// startedOnly: wait until it started, waiting for its ports (an OVS bridge or port
+	// comes up only once an interface joins it).
+	startedOnly bool
+	profile     dbus.ObjectPath
+	active      dbus.ObjectPath
+	retried     bool // activated a second time after NetworkManager dropped the first
+}
+
+// save adds want as a new owned profile, or updates the owned one if it differs. It
+// reports the profile's path and whether anything changed.
+func (c *Client) save(ctx context.Context, existing profile, want settings) (dbus.ObjectPath, bool, error) {
+	if existing.path != "" {
+		if existing.settings.userData(InputKey) == want.userData(InputKey) {
+			return existing.path, false, nil // same input as last time: nothing to do
+		}
+		var result map[string]dbus.Variant
+		err := c.call(ctx, existing.path, nmdbus.ConnIface+".Update2", want, uint32(saveToDisk), map[string]dbus.Variant{}).Store(&result)
+		return existing.path, true, err
+	}
+	var path dbus.ObjectPath
+	var result map[string]dbus.Variant
+	const blockAutoconnect = 0x20 // activated below, in dependency order
+	err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", want, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result)
+	return path, true, err
+}
+
+func activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
+	return hasDev && dev.state == deviceStateActivated && dev.profile == path
+}
+
+// waitActivated waits until every interface runs its profile, until deadline (timeout is
+// the apply's whole activation wait, for the message). It watches the device, not
+// the activation object: activating a controller re-activates its ports, which replaces
+// their activation objects.
+func (c *Client) waitActivated(ctx context.Context, targets []activation, deadline time.Time, timeout time.Duration) error {
+	pending := targets
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var still []activation
+		for _, t := range pending {
+			done, failed := c.activated(ctx, t)
+			switch {
+			case failed != "" && !t.retried:
+				// NetworkManager drops an activation that another change cancels (a port
+				// released by its controller's deletion while it was starting): nmstate
+				// activates such a profile again, once; so does the engine.
+				t.retried = true
+				if err := c.activate(ctx, &t); err != nil {
+					return false, &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed: %s; activating again: %v", t.name, failed, err)}
+				}
+				still = append(still, t)
+			case failed != "":
+				return false, &activationError{interfaces: []string{t.name}, msg: fmt.Sprintf("%s: activation failed twice: %s", t.name, failed)}
+			case !done:
+				still = append(still, t)
+			}
+		}
+		if pending = still; len(pending) == 0 {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			var why, names []string
+			for _, t := range pending {
+				why = append(why, t.name+" ("+c.deviceStateText(ctx, t.name)+")")
+				names = append(names, t.name)
+			}
+			return false, &activationError{interfaces: names, msg: fmt.Sprintf("not activated within %s: %s", timeout, strings.Join(why, ", "))}
+		}
+		return false, nil
+	})
+}
+
+// activated: whether t's interface runs t's profile; failed says why it never will.
+func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
+	if t.ovs {
+		var st uint32
+		if err := c.prop(t.active, nmdbus.ActiveIface, "State", &st); err != nil {
+			return false, ""
+		}
+		switch st {
+		case activeStateActivated:
+			return true, ""
+		case activeStateDeactivated:
+			return false, "NetworkManager deactivated it"
+		}
+		var devs []dbus.ObjectPath
+		var devState uint32
+		if t.startedOnly && c.prop(t.active, nmdbus.ActiveIface, "Devices", &devs) == nil && len(devs) > 0 &&
+			c.prop(devs[0], nmdbus.DeviceIface, "State", &devState) == nil {
+			return devState >= deviceStateIPConfig && devState <= deviceStateActivated, ""
+		}
+		return false, ""
+	}
+	running, devState := c.deviceRuns(ctx, t.name)
+	if running == t.profile && devState == deviceStateActivated {
+		return true, ""
+	}
+	// Our activation object ending deactivated, with nothing else running the profile, is
+	// a failure; a vanished one may have been replaced by a re-activation of our profile
+	// (a controller re-activating its ports): keep waiting, unless the device now runs
+	// another profile, which NetworkManager auto-activated over ours (a port released by its
+	// deleted controller): that one stays unless ours is activated again.
+	var st uint32
+	err := c.prop(t.active, nmdbus.ActiveIface, "State", &st)
+	if err == nil && st == activeStateDeactivated {
+		return false, "NetworkManager deactivated it (" + c.deviceStateText(ctx, t.name) + ")"
+	}
+	if err != nil && running != "" && running != t.profile {
+		name := string(running)
+		if s, err := c.nm.Settings(ctx, running); err == nil {
+			name = fmt.Sprintf("%q", settings(s).str("connection", "id"))
+		}
+		return false, "NetworkManager activated " + name + " on it instead"
+	}
+	return false, ""
+}
+
+// deviceRuns reads the interface's device: the profile it runs or activates ("" for none)
+// and its state.
+func (c *Client) deviceRuns(ctx context.Context, iface string) (profile dbus.ObjectPath, state uint32) {
+	var ac dbus.ObjectPath
+	dev, err := c.kernelDevice(ctx, iface)
+	if err != nil ||
+		c.prop(dev, nmdbus.DeviceIface, "State", &state) != nil ||
+		c.prop(dev, nmdbus.DeviceIface, "ActiveConnection", &ac) != nil || ac == "/" ||
+		c.prop(ac, nmdbus.ActiveIface, "Connection", &profile) != nil {
+		return "", state
+	}
+	return profile, state
+}
+
+// kernelDevice is the device of the kernel interface name: not the OVS bridge or port
+// that may share its name (br-ex is all three).
+func (c *Client) kernelDevice(ctx context.Context, name string) (dbus.ObjectPath, error) {
+	var dev dbus.ObjectPath
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", name).Store(&dev); err != nil {
+		return "", err
+	}
+	var typ uint32
+	if err := c.prop(dev, nmdbus.DeviceIface, "DeviceType", &typ); err != nil || !ovsOnly(deviceType[typ]) {
+		return dev, err
+	}
+	var all []dbus.ObjectPath
+	if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".GetAllDevices").Store(&all); err != nil {
+		return "", err
+	}
+	for _, d := range all {
+		var iface string
+		if c.prop(d, nmdbus.DeviceIface, "Interface", &iface) == nil && iface == name &&
+			c.prop(d, nmdbus.DeviceIface, "DeviceType", &typ) == nil && !ovsOnly(deviceType[typ]) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no device %s", name)
+}
+
+// deviceStateText describes an interface's device for error messages.
+func (c *Client) deviceStateText(ctx context.Context, name string) string {
+	dev, err := c.kernelDevice(ctx, name)
+	if err != nil {
+		return "no such device"
+	}
+	var reason struct {
+		State  uint32
+		Reason uint32
+	}
+	if err := c.prop(dev, nmdbus.DeviceIface, "StateReason", &reason); err != nil {
+		return "state unknown"
+	}
+	if what, ok := deviceStates[reason.State]; ok {
+		return fmt.Sprintf("%s: device state %d, reason %d", what, reason.State, reason.Reason)
+	}
+	return fmt.Sprintf("device state %d, reason %d", reason.State, reason.Reason)
+}
+
+// deviceStates say what NetworkManager's device states wait for (NMDeviceState).
+var deviceStates = map[uint32]string{
+	20: "unavailable (no carrier or not ready)", 30: "disconnected", 40: "preparing", 50: "configuring",
+	60: "waiting for secrets", 70: "waiting for an IP address (DHCP or autoconf did not answer)",
+	80: "checking IP connectivity", 90: "waiting for a secondary connection", 120: "failed",
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,77 @@
+package networkmanager
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+func TestApplyOptionsTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		in                   ApplyOptions
+		activation, rollback time.Duration
+		fails                bool
+	}{
+		{"defaults", ApplyOptions{}, DefaultActivationTimeout, DefaultActivationTimeout + 60*time.Second, false},
+		{"a short rollback timeout halves the activation wait", ApplyOptions{RollbackTimeout: 6 * time.Second}, 3 * time.Second, 6 * time.Second, false},
+		{"activation as long as the rollback", ApplyOptions{RollbackTimeout: 30 * time.Second, ActivationTimeout: 30 * time.Second}, 0, 0, true},
+		{"activation longer than the rollback", ApplyOptions{RollbackTimeout: 30 * time.Second, ActivationTimeout: 60 * time.Second}, 0, 0, true},
+		{"both given, in order", ApplyOptions{RollbackTimeout: 90 * time.Second, ActivationTimeout: 60 * time.Second}, 60 * time.Second, 90 * time.Second, false},
+	} {
+		got, err := tc.in.withDefaults()
+		if (err != nil) != tc.fails {
+			t.Errorf("%s: error %v, want failure %v", tc.name, err, tc.fails)
+			continue
+		}
+		if !tc.fails && (got.ActivationTimeout != tc.activation || got.RollbackTimeout != tc.rollback) {
+			t.Errorf("%s: activation %s rollback %s, want %s and %s", tc.name, got.ActivationTimeout, got.RollbackTimeout, tc.activation, tc.rollback)
+		}
+	}
+}
+
+func TestStages(t *testing.T) {
+	s, _ := state.Parse([]byte(`
+interfaces:
+- {name: bond0, type: bond, link-aggregation: {mode: balance-rr, port: [eth1, eth2]}}
+- {name: bond0.102, type: vlan, vlan: {id: 102, base-iface: bond0}}
+- {name: mv0, type: mac-vlan, mac-vlan: {base-iface: bond0.102, mode: bridge}}
+- {name: eth3.7, type: vlan, vlan: {id: 7, base-iface: eth3}}
+- {name: eth4, type: ethernet}
+`))
+	acts := func(names ...string) []activation {
+		var out []activation
+		for _, n := range names {
+			out = append(out, activation{name: n, key: n})
+		}
+		return out
+	}
+	names := func(st [][]activation) [][]string {
+		var out [][]string
+		for _, stage := range st {
+			var n []string
+			for _, a := range stage {
+				n = append(n, a.name)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		activating []activation
+		want       [][]string
+	}{
+		{"a VLAN waits for its new bond, a MAC-VLAN for that VLAN; a VLAN on an interface not activated does not wait",
+			acts("eth1", "eth2", "bond0", "bond0.102", "mv0", "eth3.7", "eth4"),
+			[][]string{{"eth1", "eth2", "bond0", "eth3.7", "eth4"}, {"bond0.102"}, {"mv0"}}},
+		{"the bond unchanged: the VLAN starts at once", acts("bond0.102", "eth4"), [][]string{{"bond0.102", "eth4"}}},
+		{"nothing to activate", nil, nil},
+	} {
+		if got := names(stages(tc.activating, &steps{interfaces: s.Interfaces})); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: stages %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+// Package networkmanager is the engine's backend: it turns a desired state (package
+// state) into NetworkManager connection profiles over D-Bus, inside one checkpoint,
+// verifies the result and rolls back what did not converge. It reads the current state
+// back in the model's schema and signals when the host's network changed.
+package networkmanager
+
+import (
+	"context"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// Flags of AddConnection2/Update2 and CheckpointCreate.
+const (
+	saveToDisk = 0x1
+
+	checkpointDeleteNewConnections        = 0x2
+	checkpointDisconnectNewDevices        = 0x4
+	activeStateActivated           uint32 = 2
+	activeStateDeactivated         uint32 = 4
+	deviceStateIPConfig            uint32 = 70
+	deviceStateActivated           uint32 = 100
+)
+
+// OwnerKey marks the profiles this engine owns, in the profile's user data (the
+// "user" setting): ownership stays knowable after a restart, and foreign profiles are
+// never touched.
+const OwnerKey = "nmoverlay.owner"
+
+// OwnerValue is OwnerKey's value on owned profiles.
+const OwnerValue = "engine"
+
+// InputKey records, on an owned profile, a digest of the desired state it was built from:
+// the same input again changes nothing, whatever defaults NetworkManager leaves out when
+// it returns the profile.
+const InputKey = "nmoverlay.input"
+
+// BaseKey records, on an owned profile, the UUID of the profile it was built on (the one
+// the interface ran before; "" for none): it is rebuilt on that base each time.
+const BaseKey = "nmoverlay.base"
+
+// Client is a connection to one NetworkManager.
+type Client struct {
+	nm   *nmdbus.Conn
+	conn *dbus.Conn // nm's bus, for signals
+	// Settle is how long Changes waits for quiet before it signals.
+	Settle time.Duration
+}
+
+// Connect connects to NetworkManager on the system bus, or on address when it is not empty
+// (tests run NetworkManager on a private bus).
+func Connect(ctx context.Context, address string) (*Client, error) {
+	nm, err := nmdbus.Connect(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{nm: nm, conn: nm.Bus(), Settle: 200 * time.Millisecond}, nil
+}
+
+// Close closes the bus connection.
+func (c *Client) Close() error { return c.nm.Close() }
+
+// Version is NetworkManager's version.
+func (c *Client) Version() (string, error) {
+	var v string
+	return v, c.prop(nmdbus.Path, nmdbus.Iface, "Version", &v)
+}
+
+func (c *Client) obj(path dbus.ObjectPath) dbus.BusObject { return c.nm.Object(path) }
+
+func (c *Client) call(ctx context.Context, path dbus.ObjectPath, method string, args ...any) *dbus.Call {
+	return c.nm.Call(ctx, path, method, args...)
+}
+
+func (c *Client) prop(path dbus.ObjectPath, iface, name string, out any) error {
+	return c.nm.Prop(path, iface, name, out)
+}
+
+// settings is a connection profile as NetworkManager's D-Bus API carries it.
+type settings map[string]map[string]dbus.Variant
+
+func (s settings) set(section, key string, value any) {
+	if s[section] == nil {
+		s[section] = map[string]dbus.Variant{}
+	}
+	s[section][key] = dbus.MakeVariant(value)
+}
+
+func (s settings) str(section, key string) string {
+	v, ok := s[section][key]
+	if !ok {
+		return ""
+	}
+	str, _ := v.Value().(string)
+	return str
+}
+
+func (s settings) userData(key string) string {
+	v, _ := s.userDataOK(key)
+	return v
+}
+
+func (s settings) userDataOK(key string) (string, bool) {
+	v, ok := s["user"]["data"]
+	if !ok {
+		return "", false
+	}
+	data, _ := v.Value().(map[string]string)
+	val, ok := data[key]
+	return val, ok
+}
+
+func (s settings) owned() bool { return s.userData(OwnerKey) == OwnerValue }
+
+// key identifies what the profile configures as state.Interface.Key does: its interface
+// name, and for an OVS bridge or port, its kind (br-ex names a bridge, a port and an
+// interface).
+func (s settings) key() string {
+	it := state.Interface{Name: s.str("connection", "interface-name")}
+	switch s.str("connection", "type") {
+	case connType[state.OVSBridge]:
+		it.Type = state.OVSBridge
+	case connType[state.OVSPort]:
+		it.Type = state.OVSPort
+	}
+	return it.Key()
+}

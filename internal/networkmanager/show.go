@@ -1,0 +1,609 @@
+package networkmanager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/internal/state"
+
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
+)
+
+// activeStateFlagExternal is NM_ACTIVATION_STATE_FLAG_EXTERNAL.
+const activeStateFlagExternal = 0x80
+
+// deviceType maps NetworkManager's NMDeviceType to nmstate's interface type.
+var deviceType = map[uint32]state.InterfaceType{
+	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
+	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 31: state.VRF,
+	24: state.OVSInterface, 25: state.OVSPort, 26: state.OVSBridge, 9: state.InfiniBand,
+}
+
+// nmDeviceTypeTun is NM_DEVICE_TYPE_TUN.
+const nmDeviceTypeTun = 16
+
+// device is what Show reads of one device.
+type device struct {
+	// key identifies it as state.Interface.Key does (br-ex is a bridge, a port and an
+	// interface).
+	key    string
+	path   dbus.ObjectPath
+	name   string
+	typ    state.InterfaceType
+	nmType uint32
+	state  uint32
+	active dbus.ObjectPath
+	// profile is the settings path of the profile active on it, or "".
+	profile dbus.ObjectPath
+	// mac is its current MAC address; permMAC its permanent one, when the device has one.
+	mac, permMAC string
+	// real: the device exists in the kernel (NetworkManager keeps objects for devices its
+	// profiles could create).
+	real bool
+	// external: NetworkManager only follows what another program configured on it (its
+	// profile is generated, in memory): never the engine's to take over.
+	external bool
+}
+
+// objects is one snapshot of every NetworkManager object and its properties.
+type objects map[dbus.ObjectPath]map[string]map[string]dbus.Variant
+
+// snapshot reads all of NetworkManager's objects in one call (its ObjectManager):
+// per-device property reads would cost a round trip each.
+func (c *Client) snapshot(ctx context.Context) (objects, error) {
+	var objs objects
+	if err := c.call(ctx, "/org/freedesktop", "org.freedesktop.DBus.ObjectManager.GetManagedObjects").Store(&objs); err != nil {
+		return nil, fmt.Errorf("GetManagedObjects: %w", err)
+	}
+	return objs, nil
+}
+
+func (c *Client) devices(ctx context.Context) ([]device, error) {
+	objs, err := c.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return objs.devices(), nil
+}
+
+func (o objects) devices() []device {
+	var out []device
+	for p, ifaces := range o {
+		props, ok := ifaces[nmdbus.DeviceIface]
+		if !ok {
+			continue
+		}
+		d := device{path: p}
+		d.name, _ = props["Interface"].Value().(string)
+		d.nmType, _ = props["DeviceType"].Value().(uint32)
+		d.state, _ = props["State"].Value().(uint32)
+		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
+		d.typ = deviceType[d.nmType]
+		d.key = state.Interface{Name: d.name, Type: d.typ}.Key()
+		d.real, _ = props["Real"].Value().(bool)
+		d.mac, _ = props["HwAddress"].Value().(string)
+		d.permMAC, _ = ifaces[nmdbus.WiredIface]["PermHwAddress"].Value().(string)
+		d.profile, _ = o[d.active][nmdbus.ActiveIface]["Connection"].Value().(dbus.ObjectPath)
+		flags, _ := o[d.active][nmdbus.ActiveIface]["StateFlags"].Value().(uint32)
+		d.external = flags&activeStateFlagExternal != 0
+		out = append(out, d)
+	}
+	out = foldTaps(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// foldTaps drops the tap NetworkManager shows beside an OVS internal interface of the
+// same name on the userspace datapath (the interface's kernel side), giving its MAC
+// address to the OVS interface, which has none of its own there.
+func foldTaps(devs []device) []device {
+	tapMAC, ovsIface := map[string]string{}, map[string]bool{}
+	for _, d := range devs {
+		switch {
+		case d.nmType == nmDeviceTypeTun:
+			tapMAC[d.name] = d.mac
+		case d.typ == state.OVSInterface:
+			ovsIface[d.name] = true
+		}
+	}
+	for i, d := range devs { // every one of the name: one may be going while another comes
+		if d.typ == state.OVSInterface && d.mac == "" {
+			devs[i].mac = tapMAC[d.name]
+		}
+	}
+	return slices.DeleteFunc(devs, func(d device) bool { return d.nmType == nmDeviceTypeTun && ovsIface[d.name] })
+}
+
+// Show reads the current state in the model's schema. It holds nothing that changes by
+// itself (no lifetimes, counters or timestamps), so two reads of an unchanged host are equal.
+// What the kernel runs (addresses, routes, MTU, ports) comes from the devices; what
+// NetworkManager was told (DHCP and autoconf, bond and bridge options, port VLANs, the
+// static routes and DNS: nmstate's routes.config and dns-resolver.config) from the profile
+// applied to each device.
+func (c *Client) Show(ctx context.Context) (state.State, error) {
+	objs, err := c.snapshot(ctx)
+	if err != nil {
+		return state.State{}, err
+	}
+	devs := objs.devices()
+	var s state.State
+	routes := &state.Routes{}
+	rules := &state.RouteRules{}
+	byPath := map[dbus.ObjectPath]device{}
+	for _, d := range devs {
+		byPath[d.path] = d
+	}
+	applied := c.appliedProfiles(ctx, devs)
+	portsOf := map[string][]string{} // by device key, sorted: an OVS bridge's ports are OVS ports, a bond's have members
+	for _, d := range devs {
+		ports := []string{}
+		if pp, ok := objs[d.path][nmdbus.DeviceIface]["Ports"].Value().([]dbus.ObjectPath); ok {
+			for _, p := range pp {
+				ports = append(ports, byPath[p].name)
+			}
+			sort.Strings(ports)
+		}
+		portsOf[d.key] = ports
+	}
+	static := staticDNS{}
+	for _, d := range devs {
+		if d.typ == "" || d.typ == state.OVSPort {
+			continue // loopback, generic, tun...: not part of the model; an OVS port is its bridge's
+		}
+		props := objs[d.path][nmdbus.DeviceIface]
+		it := deviceInterface(d, props)
+		if caps, _ := props["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
+			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
+			// runs in the host's network namespace).
+			link, err := net.InterfaceByName(d.name)
+			if err != nil {
+				return state.State{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+			}
+			sr, err := readSRIOV(uint32(link.Index))
+			if err != nil {
+				return state.State{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+			}
+			it.Ethernet = &state.EthernetConfig{SRIOV: sr}
+		}
+		a := applied[d.key]
+		objs.readIP(&it, props, a, routes, &static)
+		if a != nil {
+			describe(&it, a, portsOf, applied)
+			it.LLDP = readLLDP(a, props)
+			if it.Ethtool, err = readEthtool(d.name, a); err != nil {
+				return state.State{}, err
+			}
+			// As nmstate: the profile's name when it is not the interface's (OVS profiles are
+			// named by their role: br-ex-br, ovs-port-eth1).
+			if id := a.str("connection", "id"); id != "" && id != it.Name && it.Type != state.OVSBridge && it.Type != state.OVSInterface {
+				it.ProfileName = &id
+			}
+			for _, r := range profileRules(a) {
+				if !slices.ContainsFunc(rules.Config, r.Same) {
+					rules.Config = append(rules.Config, r)
+				}
+			}
+		}
+		s.Interfaces = append(s.Interfaces, it)
+	}
+	sort.Slice(routes.Running, func(i, j int) bool { return routeSortKey(routes.Running[i]) < routeSortKey(routes.Running[j]) })
+	sort.Slice(routes.Config, func(i, j int) bool { return routeSortKey(routes.Config[i]) < routeSortKey(routes.Config[j]) })
+	if len(routes.Running) > 0 || len(routes.Config) > 0 {
+		s.Routes = routes
+	}
+	if len(rules.Config) > 0 {
+		sort.Slice(rules.Config, func(i, j int) bool { return rules.Config[i].String() < rules.Config[j].String() })
+		s.RouteRules = rules
+	}
+	running := runningDNS(objs)
+	s.DNSResolver = &state.DNSResolver{Running: running, Config: static.inOrder(running)}
+	return s, nil
+}
+
+// appliedProfiles reads, by device key, the profile applied to each activated device of
+// a modelled type; a device whose read fails has none.
+func (c *Client) appliedProfiles(ctx context.Context, devs []device) map[string]settings {
+	applied := map[string]settings{}
+	for _, d := range devs {
+		if d.typ == "" || d.state != deviceStateActivated {
+			continue
+		}
+		var a settings
+		var version uint64
+		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
+			applied[d.key] = a
+		}
+	}
+	return applied
+}
+
+// deviceInterface reads what the device itself says: its name, type, whether it is up,
+// its MTU and MAC address (an OVS bridge, not a kernel interface, has neither).
+func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
+	it := state.Interface{Name: d.name, Type: d.typ, State: state.Down}
+	if d.state == deviceStateActivated {
+		it.State = state.Up
+	}
+	if d.typ == state.OVSBridge {
+		return it
+	}
+	if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
+		m := int(mtu)
+		it.MTU = &m
+	}
+	if d.mac != "" {
+		mac := d.mac
+		it.MACAddress = &mac
+	}
+	return it
+}
+
+// readIP fills the interface's ipv4 and ipv6 sections from the device's IP configurations and from
+// a, the profile applied to it (nil for none); it adds the device's running routes, and
+// the routes and DNS the profile sets, to routes and static.
+func (o objects) readIP(it *state.Interface, props map[string]dbus.Variant, a settings, routes *state.Routes, static *staticDNS) {
+	for _, fam := range []struct {
+		name, prop, iface string
+		dst               **state.IPConfig
+	}{{"ipv4", "Ip4Config", nmdbus.IP4Iface, &it.IPv4}, {"ipv6", "Ip6Config", nmdbus.IP6Iface, &it.IPv6}} {
+		cfgPath, _ := props[fam.prop].Value().(dbus.ObjectPath)
+		ipProps, ok := o[cfgPath][fam.iface]
+		if !ok {
+			continue
+		}
+		ip := &state.IPConfig{}
+		for _, ad := range dictList(ipProps["AddressData"]) {
+			addr, _ := ad["address"].Value().(string)
+			prefix, _ := ad["prefix"].Value().(uint32)
+			ip.Address = append(ip.Address, state.Address{IP: addr, PrefixLength: int(prefix)})
+		}
+		enabled := len(ip.Address) > 0
+		ip.Enabled = &enabled
+		describeIP(ip, a, fam.name)
+		*fam.dst = ip
+		for _, r := range dictList(ipProps["RouteData"]) {
+			routes.Running = append(routes.Running, runningRoute(r, it.Name))
+		}
+		if a != nil {
+			for _, r := range dictList(a[fam.name]["route-data"]) {
+				routes.Config = append(routes.Config, runningRoute(r, it.Name))
+			}
+			static.add(a, fam.name)
+		}
+	}
+}
+
+// describeIP reads the family's method and flags from the applied profile as nmstate
+// names them: ipv4 auto is dhcp; ipv6 auto is autoconf with DHCP, dhcp is DHCP alone.
+func describeIP(ip *state.IPConfig, a settings, family string) {
+	method := a.str(family, "method")
+	if method == "" {
+		return // a port: no IP configuration of its own
+	}
+	yes, no := true, false
+	enabled := method != "disabled" && method != "ignore"
+	ip.Enabled = &enabled
+	if !enabled {
+		return
+	}
+	dhcp := method == "auto" || method == "dhcp"
+	autoconf := family == "ipv6" && method == "auto"
+	ip.DHCP = &dhcp
+	if family == "ipv6" {
+		ip.Autoconf = &autoconf
+	}
+	if dhcp || autoconf {
+		flag := func(key string) *bool {
+			if v, _ := a[family][key].Value().(bool); v {
+				return &no
+			}
+			return &yes
+		}
+		ip.AutoDNS, ip.AutoGateway, ip.AutoRoutes = flag("ignore-auto-dns"), flag("never-default"), flag("ignore-auto-routes")
+		if m, ok := a[family]["route-metric"].Value().(int64); ok && m >= 0 { // -1: NetworkManager's default
+			metric := int(m)
+			ip.AutoRouteMetric = &metric
+		}
+		if t, ok := a[family]["route-table"].Value().(uint32); ok && t != 0 { // 0: main
+			table := int(t)
+			ip.AutoRouteTableID = &table
+		}
+	}
+}
+
+// staticDNS collects the DNS servers and search domains the applied profiles set.
+type staticDNS struct{ servers, search map[string]bool }
+
+func (d *staticDNS) add(a settings, family string) {
+	if d.servers == nil {
+		d.servers, d.search = map[string]bool{}, map[string]bool{}
+	}
+	for _, srv := range dnsServers(a, family) {
+		d.servers[srv] = true
+	}
+	search, _ := a[family]["dns-search"].Value().([]string)
+	for _, dom := range search {
+		d.search[dom] = true
+	}
+}
+
+// inOrder lists the static servers and domains in the order NetworkManager uses them
+// (resolv.conf's), which the DNS manager's configuration gives; none is an empty config.
+func (d staticDNS) inOrder(running *state.DNSConfig) *state.DNSConfig {
+	out := &state.DNSConfig{}
+	if running == nil {
+		return out
+	}
+	for _, srv := range running.Server {
+		if d.servers[srv] {
+			out.Server = append(out.Server, srv)
+		}
+	}
+	for _, dom := range running.Search {
+		if d.search[dom] {
+			out.Search = append(out.Search, dom)
+		}
+	}
+	return out
+}
+
+// dnsServers reads ipv4.dns (addresses as uint32 in network byte order) or ipv6.dns
+// (16-byte arrays).
+func dnsServers(a settings, family string) []string {
+	var out []string
+	switch v := a[family]["dns"].Value().(type) {
+	case []uint32:
+		for _, n := range v {
+			out = append(out, netip.AddrFrom4([4]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)}).String())
+		}
+	case [][]byte:
+		for _, b := range v {
+			if addr, ok := netip.AddrFromSlice(b); ok {
+				out = append(out, addr.String())
+			}
+		}
+	}
+	return out
+}
+
+// describe fills the type-specific sections from the profile applied to the device;
+// a bridge's port VLANs come from its ports' applied profiles.
+func describe(it *state.Interface, applied settings, portsOf map[string][]string, all map[string]settings) {
+	ports := portsOf[it.Key()]
+	switch it.Type {
+	case state.Bond:
+		opts, _ := applied["bond"]["options"].Value().(map[string]string)
+		mode := opts["mode"]
+		rest := map[string]string{}
+		for k, v := range opts {
+			if k != "mode" {
+				rest[k] = v
+			}
+		}
+		it.LinkAggregation = &state.BondConfig{Mode: state.BondMode(mode), Options: rest, Port: ports}
+	case state.LinuxBridge:
+		stp := true // NetworkManager's default
+		if v, ok := applied["bridge"]["stp"].Value().(bool); ok {
+			stp = v
+		}
+		it.Bridge = &state.BridgeConfig{Options: &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}, Port: make([]state.BridgePort, len(ports))}
+		for i, p := range ports {
+			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(all[p])}
+		}
+	case state.VRF:
+		table, _ := applied["vrf"]["table"].Value().(uint32)
+		it.VRF = &state.VRFConfig{Port: ports, RouteTableID: int(table)}
+	case state.VLAN:
+		id, _ := applied["vlan"]["id"].Value().(uint32)
+		it.VLAN = &state.VLANConfig{ID: int(id), BaseIface: applied.str("vlan", "parent")}
+	case state.MACVLAN:
+		mode, _ := applied["macvlan"]["mode"].Value().(uint32)
+		name := ""
+		for k, v := range macvlanMode {
+			if v == mode {
+				name = k
+			}
+		}
+		it.MACVLAN = &state.MACVLANConfig{BaseIface: applied.str("macvlan", "parent"), Mode: name}
+	case state.VXLAN:
+		id, _ := applied["vxlan"]["id"].Value().(uint32)
+		it.VXLAN = &state.VXLANConfig{ID: int(id), BaseIface: applied.str("vxlan", "parent"), Remote: applied.str("vxlan", "remote")}
+	case state.Veth:
+		if peer := applied.str("veth", "peer"); peer != "" {
+			it.Veth = &state.VethConfig{Peer: peer}
+		}
+	case state.OVSBridge:
+		it.Bridge = &state.BridgeConfig{Options: ovsBridgeOptions(applied), Port: make([]state.BridgePort, len(ports))}
+		for i, p := range ports {
+			key := state.Interface{Name: p, Type: state.OVSPort}.Key()
+			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: ovsPortVLAN(all[key]), LinkAggregation: ovsPortBond(all[key], portsOf[key])}
+		}
+	case state.InfiniBand:
+		ib := &state.InfiniBandConfig{Mode: applied.str("infiniband", "transport-mode"), BaseIface: applied.str("infiniband", "parent")}
+		if p, ok := applied["infiniband"]["p-key"].Value().(int32); ok && p >= 0 {
+			pkey := int(p)
+			ib.PKey = &pkey
+		}
+		it.InfiniBand = ib
+	case state.OVSInterface:
+		if peer := applied.str("ovs-patch", "peer"); peer != "" {
+			it.Patch = &state.OVSPatch{Peer: peer}
+		}
+	}
+}
+
+// ovsPortBond reads an OVS port's bonding from its applied profile and its interfaces: a
+// port is a bond when it has more than one, or its profile sets a bond mode or LACP.
+func ovsPortBond(a settings, members []string) *state.OVSBond {
+	lacp := a.str("ovs-port", "lacp")
+	if len(members) < 2 && a.str("ovs-port", "bond-mode") == "" && (lacp == "" || lacp == "off") {
+		return nil
+	}
+	b := &state.OVSBond{Mode: ovsBondMode(a), Port: make([]state.OVSBondPort, len(members))}
+	for i, m := range members {
+		b.Port[i] = state.OVSBondPort{Name: m}
+	}
+	for _, f := range []struct {
+		key string
+		dst **int
+	}{{"bond-updelay", &b.UpDelay}, {"bond-downdelay", &b.DownDelay}} {
+		if v, ok := a["ovs-port"][f.key].Value().(uint32); ok && v > 0 {
+			n := int(v)
+			*f.dst = &n
+		}
+	}
+	return b
+}
+
+// ovsBridgeOptions reads an OVS bridge's options from its applied profile.
+func ovsBridgeOptions(a settings) *state.BridgeOptions {
+	flag := func(key string) *bool {
+		v, _ := a["ovs-bridge"][key].Value().(bool) // NetworkManager's default: false
+		return &v
+	}
+	o := &state.BridgeOptions{STP: &state.STP{Enabled: flag("stp-enable")}, RSTP: flag("rstp-enable"), MCastSnoopingEnable: flag("mcast-snooping-enable")}
+	if m := a.str("ovs-bridge", "fail-mode"); m != "" {
+		o.FailMode = &m
+	}
+	if dp := a.str("ovs-bridge", "datapath-type"); dp != "" {
+		o.Datapath = &dp
+	}
+	return o
+}
+
+// ovsPortVLAN reads an OVS port's VLAN mode, tag and trunks from its applied profile as
+// nmstate reports them: native-untagged is a trunk with its native VLAN.
+func ovsPortVLAN(a settings) *state.BridgeVLAN {
+	mode := a.str("ovs-port", "vlan-mode")
+	tag, hasTag := a["ovs-port"]["tag"].Value().(uint32)
+	v := &state.BridgeVLAN{}
+	switch mode {
+	case "access":
+		v.Mode = "access"
+	case "trunk", "native-untagged":
+		v.Mode = "trunk"
+		native := mode == "native-untagged"
+		v.EnableNative = &native
+	default:
+		return nil
+	}
+	if hasTag && tag > 0 {
+		t := int(tag)
+		v.Tag = &t
+	}
+	for _, r := range dictList(a["ovs-port"]["trunks"]) {
+		start, _ := r["start"].Value().(uint32)
+		end, _ := r["end"].Value().(uint32)
+		if start == end {
+			id := int(start)
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})
+		} else {
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{IDRange: &state.IDRange{Min: int(start), Max: int(end)}})
+		}
+	}
+	return v
+}
+
+// portVLAN reads bridge-port.vlans back as nmstate reports a port's VLAN filtering: one
+// PVID untagged entry is an access port; otherwise a trunk whose PVID untagged entry is
+// its native VLAN.
+func portVLAN(a settings) *state.BridgeVLAN {
+	entries := dictList(a["bridge-port"]["vlans"])
+	if len(entries) == 0 {
+		return nil
+	}
+	type entry struct {
+		start, end     int
+		pvid, untagged bool
+	}
+	var es []entry
+	for _, e := range entries {
+		start, _ := e["vid-start"].Value().(uint16)
+		end, _ := e["vid-end"].Value().(uint16)
+		pvid, _ := e["pvid"].Value().(bool)
+		untagged, _ := e["untagged"].Value().(bool)
+		es = append(es, entry{int(start), int(end), pvid, untagged})
+	}
+	if len(es) == 1 && es[0].pvid && es[0].untagged {
+		tag := es[0].start
+		return &state.BridgeVLAN{Mode: "access", Tag: &tag}
+	}
+	v := &state.BridgeVLAN{Mode: "trunk"}
+	native := false
+	for _, e := range es {
+		switch {
+		case e.pvid && e.untagged:
+			tag := e.start
+			v.Tag, native = &tag, true
+		case e.start == e.end:
+			id := e.start
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})
+		default:
+			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{IDRange: &state.IDRange{Min: e.start, Max: e.end}})
+		}
+	}
+	v.EnableNative = &native
+	return v
+}
+
+func runningRoute(r map[string]dbus.Variant, dev string) state.Route {
+	dest, _ := r["dest"].Value().(string)
+	prefix, _ := r["prefix"].Value().(uint32)
+	rt := state.Route{Destination: netip.PrefixFrom(netip.MustParseAddr(dest), int(prefix)).String(), NextHopInterface: dev}
+	if nh, ok := r["next-hop"].Value().(string); ok {
+		rt.NextHopAddress = nh
+	}
+	if m, ok := r["metric"].Value().(uint32); ok {
+		v := int(m)
+		rt.Metric = &v
+	}
+	table := 254
+	if t, ok := r["table"].Value().(uint32); ok && t != 0 {
+		table = int(t)
+	}
+	rt.TableID = &table
+	return rt
+}
+
+func routeSortKey(r state.Route) string {
+	return fmt.Sprintf("%s %s %s %d", r.NextHopInterface, r.Destination, r.NextHopAddress, *r.TableID)
+}
+
+func runningDNS(objs objects) *state.DNSConfig {
+	cfg := dictList(objs[nmdbus.DNSManagerPath][nmdbus.DNSIface]["Configuration"])
+	out := &state.DNSConfig{}
+	for _, entry := range cfg {
+		ns, _ := entry["nameservers"].Value().([]string)
+		out.Server = appendNew(out.Server, ns...)
+		domains, _ := entry["domains"].Value().([]string)
+		out.Search = appendNew(out.Search, domains...)
+	}
+	if len(out.Server) == 0 && len(out.Search) == 0 {
+		return nil
+	}
+	return out
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		found := false
+		for _, e := range list {
+			found = found || e == it
+		}
+		if !found {
+			list = append(list, it)
+		}
+	}
+	return list
+}
+
+func dictList(v dbus.Variant) []map[string]dbus.Variant {
+	l, _ := v.Value().([]map[string]dbus.Variant)
+	return l
+}

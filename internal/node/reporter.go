@@ -1,0 +1,268 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// The reporter's write spacing unless set (Reporter.MinInterval, Reporter.MaxInterval).
+const DefaultMinInterval, DefaultMaxInterval = 5 * time.Second, 20 * time.Second
+
+// Reporter keeps the node's NodeNetworkState current: it reads the state when the engine
+// signals a change (and at start), and writes only when what it read differs from what
+// the object says, so an idle node costs the API server nothing.
+type Reporter struct {
+	Client   client.Client
+	NodeName string
+	Show     func(ctx context.Context) (state.State, error)
+	Changes  <-chan struct{}
+	// Urgent signals a change that must not wait out the spacing of writes (the overlay
+	// degraded or healed: every policy is refused meanwhile): it is read and written once
+	// quiet. Nil for none.
+	Urgent    <-chan struct{}
+	NMVersion func() (string, error)
+	// EngineVersion is the NodeNetworkState's handlerNmstateVersion (version.Engine).
+	EngineVersion string
+	// Cache, when set, brings the NodeNetworkState back at once when someone deletes it
+	// (its informer's delete event), not at the next change or resync.
+	Cache cache.Informers
+	// Backend names the backend the node's handler applies policies with.
+	Backend string
+	// Overlay reports the node's keyfile overlay (nm-overlay's status and marker).
+	Overlay func() (*v1beta1.OverlayStatus, error)
+	// Drift lists what policies committed and was changed since (Handler.Drifted).
+	Drift func() []string
+	// MaxStateBytes bounds currentState; what does not fit is left out and said so in
+	// status.summarized. Default MaxStateBytes.
+	MaxStateBytes int
+	// Resync re-reads even without a signal, to heal a missed one. Default 10 minutes.
+	Resync time.Duration
+	// MinInterval spaces writes: changes during it are read and written together at its
+	// end, so a burst of applies is one write. It also bounds how long changes that keep
+	// coming wait for Quiet. Default 5 seconds.
+	MinInterval time.Duration
+	// MaxInterval: while the node's state keeps changing (a long rollout grants its
+	// policies in waves), each write's spacing doubles from MinInterval up to this; a
+	// node at rest that long after its spacing ended starts again at MinInterval. Default
+	// 20 seconds; MinInterval when it is smaller.
+	MaxInterval time.Duration
+	// Quiet: a change is read once no other came for this long, so an apply (a signal per
+	// device as it activates) or a node's rollout slots granted in a row is one write of
+	// where it ended, not of a step on the way. Default 1 second.
+	Quiet time.Duration
+}
+
+// Start runs until ctx ends (a controller-runtime Runnable).
+func (r *Reporter) Start(ctx context.Context) error {
+	resync := r.Resync
+	if resync <= 0 {
+		resync = 10 * time.Minute
+	}
+	minInterval, maxInterval, quiet := r.MinInterval, r.MaxInterval, r.Quiet
+	if minInterval <= 0 {
+		minInterval = DefaultMinInterval
+	}
+	if maxInterval <= 0 {
+		maxInterval = DefaultMaxInterval
+	}
+	maxInterval = max(maxInterval, minInterval)
+	if quiet <= 0 {
+		quiet = time.Second
+	}
+	logger := log.FromContext(ctx).WithName("nns-reporter")
+	deleted := make(chan struct{}, 1)
+	if r.Cache != nil {
+		inf, err := r.Cache.GetInformer(ctx, &v1beta1.NodeNetworkState{})
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
+			select {
+			case deleted <- struct{}{}:
+			default:
+			}
+		}}); err != nil {
+			return err
+		}
+	}
+	var lastWrite time.Time
+	spacing := minInterval
+	for {
+		wrote, err := r.report(ctx)
+		if err != nil {
+			logger.Error(err, "reporting NodeNetworkState")
+		}
+		if wrote {
+			now := time.Now()
+			if !lastWrite.IsZero() {
+				spacing = nextSpacing(spacing, now.Sub(lastWrite), minInterval, maxInterval)
+			}
+			lastWrite = now
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-r.Changes:
+			if !ok {
+				return nil
+			}
+			if !r.settle(ctx, quiet, minInterval) {
+				return nil
+			}
+			select { // hold the change until the spacing since the last write is over
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Until(lastWrite.Add(spacing))):
+			case _, ok := <-r.Urgent:
+				if !ok || !r.settle(ctx, quiet, minInterval) {
+					return nil
+				}
+			case <-deleted:
+			}
+		case _, ok := <-r.Urgent:
+			if !ok || !r.settle(ctx, quiet, minInterval) {
+				return nil
+			}
+		case <-deleted:
+			logger.Info("NodeNetworkState deleted; writing it again", "node", r.NodeName)
+		case <-time.After(resync):
+		}
+	}
+}
+
+// nextSpacing is the spacing after a write that came gap after the one before, spaced
+// spacing: doubled while the changes keep coming, up to most; least again once the node
+// was at rest for most after its spacing ended. At 200 nodes x 20 policies (BenchmarkAPILoad),
+// a fixed 5 s wrote each node's state 8-9 times while the rollout lasted.
+func nextSpacing(spacing, gap, least, most time.Duration) time.Duration {
+	if gap >= spacing+most {
+		return least
+	}
+	return min(2*spacing, most)
+}
+
+// settle waits until no change came for quiet, or at most max after the first; false when
+// ctx ended or the changes closed.
+func (r *Reporter) settle(ctx context.Context, quiet, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	t := time.NewTimer(quiet)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case _, ok := <-r.Changes:
+			if !ok {
+				return false
+			}
+			t.Reset(min(quiet, time.Until(deadline)))
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// Report reads the state once and writes it if it changed.
+func (r *Reporter) Report(ctx context.Context) error {
+	_, err := r.report(ctx)
+	return err
+}
+
+// report reads the node's state and writes the NodeNetworkState if anything differs. A
+// read that fails is reported too (Failing, with why), keeping the last state read.
+func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
+	current, readErr := r.Show(ctx)
+	var raw []byte
+	var summarized string
+	if readErr == nil {
+		max := r.MaxStateBytes
+		if max <= 0 {
+			max = MaxStateBytes
+		}
+		if raw, summarized, err = fitState(current, max); err != nil {
+			return false, err
+		}
+	}
+	status := v1beta1.NodeNetworkStateStatus{CurrentState: shared.State{Raw: raw}, Summarized: summarized, Backend: r.Backend,
+		HandlerNmstateVersion: r.EngineVersion}
+	if r.NMVersion != nil {
+		// The handler applies through the node's own NetworkManager.
+		status.HostNetworkManagerVersion, _ = r.NMVersion()
+		status.HandlerNetworkManagerVersion = status.HostNetworkManagerVersion
+	}
+	if r.Overlay != nil {
+		if status.Overlay, err = r.Overlay(); err != nil {
+			return false, err
+		}
+	}
+	if r.Drift != nil {
+		status.Drift = r.Drift()
+	}
+	nns := &v1beta1.NodeNetworkState{}
+	err = r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, nns)
+	if apierrors.IsNotFound(err) {
+		nns = &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}
+		node := &corev1.Node{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, node); err == nil {
+			_ = controllerutil.SetOwnerReference(node, nns, r.Client.Scheme())
+		}
+		if err := r.Client.Create(ctx, nns); err != nil {
+			return false, err
+		}
+	} else if err != nil {
+		return false, err
+	}
+	if readErr != nil {
+		// What was read last stands, said to be old.
+		status.CurrentState, status.Summarized = nns.Status.CurrentState, nns.Status.Summarized
+		status.LastSuccessfulUpdateTime = nns.Status.LastSuccessfulUpdateTime
+	}
+	status.Conditions = slices.Clone(nns.Status.Conditions)
+	shared.SetNodeNetworkState(&status.Conditions, readErr)
+	if sameState(nns.Status.CurrentState.Raw, status.CurrentState.Raw) && equality.Semantic.DeepEqual(withoutState(nns.Status), withoutState(status)) {
+		return false, readErr
+	}
+	if readErr == nil {
+		status.LastSuccessfulUpdateTime = metav1.Now()
+	}
+	nns.Status = status
+	if err := r.Client.Status().Update(ctx, nns); err != nil {
+		return false, err
+	}
+	nnsWrites.Inc()
+	return true, readErr
+}
+
+// withoutState is a status without what sameState compares (its JSON key order may
+// differ) and the time of the last write.
+func withoutState(s v1beta1.NodeNetworkStateStatus) v1beta1.NodeNetworkStateStatus {
+	s.CurrentState, s.LastSuccessfulUpdateTime = shared.State{}, metav1.Time{}
+	return s
+}
+
+// sameState compares two JSON documents by content (the API server may reorder keys).
+func sameState(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return equality.Semantic.DeepEqual(x, y)
+}
