@@ -148,7 +148,7 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	// once the pass ends, the next pass waits for.
 	defer w.Await(ctx, r.Client, r.APIReader)
 	now := time.Now()
-	slots := planSlots(policy, nodes.Items, enactments.Items, r.requeuedOf(policy.Name), r.slotTimeout(), now)
+	slots := decideSlots(policy, nodes.Items, enactments.Items, r.requeuedOf(policy.Name), r.slotTimeout(), now)
 	after, err := r.rollOut(ctx, w, policy, nodes.Items, enactments.Items, slots, now)
 	if errors.Is(err, errPolicyGone) {
 		// Its delete reaches the cache soon; until then nothing is created for it.

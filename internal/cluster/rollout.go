@@ -45,9 +45,9 @@ const grantsInFlight = 16
 // never time out.
 const clockSkew = time.Minute
 
-// slotPlan is what the rollout of a policy's current generation needs now, node by node.
+// slotDecision is what the rollout of a policy's current generation needs now, node by node.
 // Each list is sorted by node name.
-type slotPlan struct {
+type slotDecision struct {
 	// Max is how many selected nodes may apply it at once, of Matching.
 	Max, Matching int
 	// Holding: applying under a grant that holds a slot. Grant: granted one now.
@@ -65,7 +65,7 @@ type slotPlan struct {
 	Recheck time.Duration
 }
 
-// planSlots decides the rollout of policy's current generation on the nodes it selects:
+// decideSlots decides the rollout of policy's current generation on the nodes it selects:
 //   - a node is done when its enactment reports the generation Available or Failing;
 //   - a grant of the generation holds a slot while the node is not done, is Ready, and the
 //     grant is younger than timeout (and not dated ahead of now by more than clockSkew); a
@@ -78,8 +78,8 @@ type slotPlan struct {
 //
 // requeued names the nodes whose granted enactment was deleted (node → generation), which
 // the controller remembers until it has recreated it.
-func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node,
-	enactments []v1beta1.NodeNetworkConfigurationEnactment, requeued map[string]int64, timeout time.Duration, now time.Time) slotPlan {
+func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node,
+	enactments []v1beta1.NodeNetworkConfigurationEnactment, requeued map[string]int64, timeout time.Duration, now time.Time) slotDecision {
 	type nodeSlot struct {
 		done, failed, granted, requeued bool
 		grantedAt                       time.Time // the latest grant of the generation
@@ -110,7 +110,7 @@ func planSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 			s.requeued = true
 		}
 	}
-	var p slotPlan
+	var p slotDecision
 	var fresh, again, notReady []string
 	for _, n := range nodes {
 		if !shared.SelectsNode(policy.Spec.NodeSelector, n.Labels) {
@@ -194,7 +194,7 @@ func maxUnavailable(v *intstr.IntOrString, matching int) int {
 // enactment's resource version, and a node's report in between wins. It returns the
 // policy's enactments as they are after the pass.
 func (r *PolicyController) rollOut(ctx context.Context, w *readyourwrites.Writes, policy *nmstatev1.NodeNetworkConfigurationPolicy,
-	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, p slotPlan, now time.Time) ([]v1beta1.NodeNetworkConfigurationEnactment, error) {
+	nodes []corev1.Node, enactments []v1beta1.NodeNetworkConfigurationEnactment, p slotDecision, now time.Time) ([]v1beta1.NodeNetworkConfigurationEnactment, error) {
 	enactmentOf := func(nodeName string) int {
 		return slices.IndexFunc(enactments, func(e v1beta1.NodeNetworkConfigurationEnactment) bool {
 			return e.Labels[shared.NodeLabel] == nodeName

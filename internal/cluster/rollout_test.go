@@ -14,7 +14,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 )
 
-func TestPlanSlots(t *testing.T) {
+func TestDecideSlots(t *testing.T) {
 	const (
 		gen     = 2
 		timeout = 5 * time.Minute
@@ -210,17 +210,17 @@ func TestPlanSlots(t *testing.T) {
 			max:        1, holding: list("node-a", "node-b"), pending: list("node-c", "node-d", "node-e"), recheck: 4 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planSlots(tc.policy, nodes, tc.enactments, tc.requeued, timeout, now)
-			want := slotPlan{Max: tc.max, Holding: tc.holding, Grant: tc.grant, Pending: tc.pending, Abort: tc.abort,
+			p := decideSlots(tc.policy, nodes, tc.enactments, tc.requeued, timeout, now)
+			want := slotDecision{Max: tc.max, Holding: tc.holding, Grant: tc.grant, Pending: tc.pending, Abort: tc.abort,
 				FailedOn: tc.failedOn, Requeued: tc.requeue, Recheck: tc.recheck}
 			if got := fmt.Sprintf("%+v", p); got != fmt.Sprintf("%+v", withMatching(want, p.Matching)) {
-				t.Errorf("planSlots =\n  %s\nwant\n  %+v", got, withMatching(want, p.Matching))
+				t.Errorf("decideSlots =\n  %s\nwant\n  %+v", got, withMatching(want, p.Matching))
 			}
 		})
 	}
 }
 
-func withMatching(p slotPlan, matching int) slotPlan {
+func withMatching(p slotDecision, matching int) slotDecision {
 	p.Matching = matching
 	return p
 }

@@ -273,7 +273,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if ordered, err = state.Order(desired); err != nil {
 		return nil, err
 	}
-	pl, err := h.plan(desired, ordered, opts.Prune)
+	pl, err := h.steps(desired, ordered, opts.Prune)
 	if err != nil {
 		return nil, err
 	}
@@ -332,8 +332,8 @@ func (c *Client) profiles(ctx context.Context) ([]profile, error) {
 	return out, nil
 }
 
-// carryOut deletes, saves and activates the profiles the plan names, in its order.
-func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state.State, opts ApplyOptions) error {
+// carryOut deletes, saves and activates the profiles the steps name, in their order.
+func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired state.State, opts ApplyOptions) error {
 	for _, key := range pl.deletes {
 		if err := c.call(ctx, h.owned[key].path, nmdbus.ConnIface+".Delete").Err; err != nil {
 			return fmt.Errorf("%s: deleting its profile: %w", key, err)
@@ -400,7 +400,7 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *steps, desired state
 // and an interface once its OVS port has: activating an interface activates its
 // controllers, and an activation of theirs started at the same moment replaces that one
 // and leaves the interface waiting. Everything else starts at once.
-func stages(toActivate []activation, pl *steps) [][]activation {
+func stages(toActivate []activation, pl *applySteps) [][]activation {
 	after := map[string]string{} // by key: what must have started first
 	for _, it := range pl.interfaces {
 		key := it.Key()
@@ -438,7 +438,7 @@ func stages(toActivate []activation, pl *steps) [][]activation {
 }
 
 // ovsController is the key of the OVS bridge or port it is a port of, or "".
-func ovsController(pl *steps, it state.Interface) string {
+func ovsController(pl *applySteps, it state.Interface) string {
 	switch p := pl.perIface[it.Key()].port; {
 	case p == nil:
 	case p.kind == "ovs-port":
@@ -451,7 +451,7 @@ func ovsController(pl *steps, it state.Interface) string {
 
 // underOVSControllers are the unchanged activations whose OVS bridge or port is activated
 // again (its options changed): that takes its ports off, and nothing else puts them back.
-func underOVSControllers(toActivate, unchanged []activation, pl *steps) []activation {
+func underOVSControllers(toActivate, unchanged []activation, pl *applySteps) []activation {
 	activated := map[string]bool{}
 	for _, t := range toActivate {
 		activated[t.key] = true

@@ -70,7 +70,7 @@ interfaces:
 		{"the bond unchanged: the VLAN starts at once", acts("bond0.102", "eth4"), [][]string{{"bond0.102", "eth4"}}},
 		{"nothing to activate", nil, nil},
 	} {
-		if got := names(stages(tc.activating, &steps{interfaces: s.Interfaces})); !reflect.DeepEqual(got, tc.want) {
+		if got := names(stages(tc.activating, &applySteps{interfaces: s.Interfaces})); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: stages %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -50,26 +50,26 @@ type portOf struct {
 	ovsPort string
 }
 
-// plan is what one interface's owned profile must say besides the interface itself.
-type plan struct {
+// profileExtras is what one interface's owned profile must say besides the interface itself.
+type profileExtras struct {
 	port    *portOf
 	routes  []state.Route     // routes to add on this interface, or to remove from it
 	rules   []state.RouteRule // route rules to add on this interface's profile, or to remove from it
-	dns     *dnsPlan          // nil: the DNS settings stay as the base has them
+	dns     *dnsSettings      // nil: the DNS settings stay as the base has them
 	ovsVLAN *state.BridgeVLAN // an OVS port's VLAN mode and tags
 	ovsBond *state.OVSBond    // an OVS port's bonding
 }
 
-// ipFamilies are the settings sections of the IP families, indexed as dnsPlan's are.
+// ipFamilies are the settings sections of the IP families, indexed as dnsSettings's are.
 var ipFamilies = [2]string{"ipv4", "ipv6"}
 
 // l2Port: the interface is a bond or bridge port, which has no IP configuration of its
 // own; a VRF port does (a VRF is a layer-3 domain), and so does an OVS interface.
-func (p plan) l2Port() bool { return p.port != nil && !p.port.keepsIP }
+func (p profileExtras) l2Port() bool { return p.port != nil && !p.port.keepsIP }
 
-// dnsPlan is the static DNS one interface carries, by family (0 IPv4, 1 IPv6); empty
+// dnsSettings is the static DNS one interface carries, by family (0 IPv4, 1 IPv6); empty
 // clears it.
-type dnsPlan struct {
+type dnsSettings struct {
 	servers   [2][]string
 	search    [2][]string
 	preferred int // the family NetworkManager lists first
@@ -78,7 +78,7 @@ type dnsPlan struct {
 // buildProfile makes the owned profile for it. base is the profile in use on that interface
 // now (owned or not) or nil: what the desired state does not name is kept from it, as
 // nmstate does for partial states. uuid is the owned profile's uuid (new or kept).
-func buildProfile(it state.Interface, typ state.InterfaceType, base settings, baseUUID string, p plan, uuid string) (settings, error) {
+func buildProfile(it state.Interface, typ state.InterfaceType, base settings, baseUUID string, p profileExtras, uuid string) (settings, error) {
 	s := profileFromBase(base, typ)
 	ct, ok := connType[typ]
 	if !ok {
@@ -188,7 +188,7 @@ func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest st
 }
 
 // setTypeSection writes the section of the interface's type (bond, bridge, vlan, ...).
-func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p plan) {
+func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p profileExtras) {
 	switch typ {
 	case state.OVSBridge:
 		// No autoconnect-slaves: the engine starts each OVS port and interface itself, and
@@ -413,7 +413,7 @@ func setController(s settings, port *portOf) {
 }
 
 // inputDigest identifies what a profile is built from.
-func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p plan) string {
+func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p profileExtras) string {
 	in := struct {
 		Interface state.Interface
 		Type      state.InterfaceType
@@ -459,7 +459,7 @@ type portInput struct {
 // setIP writes one family's section. c nil keeps what base had; a profile without the
 // section (a new one, or a port leaving its controller with no profile of its own to go
 // back to) gets the family disabled, nmstate's default for new interfaces.
-func setIP(s settings, family string, c *state.IPConfig, p plan) error {
+func setIP(s settings, family string, c *state.IPConfig, p profileExtras) error {
 	if c == nil && s.str(family, "method") == "" {
 		s.set(family, "method", "disabled")
 	}
@@ -563,7 +563,7 @@ func setRoutes(s settings, family string, want []state.Route) error {
 }
 
 // setDNS writes one family's static DNS servers, search domains and priority.
-func setDNS(s settings, family string, d *dnsPlan) {
+func setDNS(s settings, family string, d *dnsSettings) {
 	fam := slices.Index(ipFamilies[:], family)
 	if family == "ipv6" {
 		servers := [][]byte{}

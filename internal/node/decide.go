@@ -85,15 +85,15 @@ type Update struct {
 
 // Decision is what a pass does.
 type Decision struct {
-	// Composed is the state the pass stands for; Apply says to hand it to the engine: it
+	// Composed is the state the pass stands for; Apply says to hand it to the backend: it
 	// differs from the last committed one.
-	Composed Plan
+	Composed Composition
 	Apply    bool
-	// Plan is the selected policies as written; Current names those composed at their
+	// AsWritten is the selected policies composed as written; Current names those composed at their
 	// current generation; InEffect those applied in this boot at this generation.
-	Plan     Plan
-	Current  map[string]bool
-	InEffect map[string]bool
+	AsWritten Composition
+	Current   map[string]bool
+	InEffect  map[string]bool
 	// Settle: the pass reached the point where the result of the apply (or of no apply:
 	// nothing to change) is reported; false when it only refuses.
 	Settle bool
@@ -141,18 +141,18 @@ func Decide(s Snapshot) Decision {
 		d.Requeue = degradedRetry // the marker's removal wakes the handler; this is the fallback
 		return d
 	}
-	d.Plan = MakePlan(s.schema(), s.Selected)
+	d.AsWritten = Compose(s.schema(), s.Selected)
 	for _, p := range s.Selected {
 		if p.CaptureRetry {
 			d.requeue(captureRetry, true) // a capture that found nothing yet may find it later
 		}
 	}
 	d.reportDrift(s)
-	if !s.Reapply && upToDate(s, d.Plan) && !committedOtherwise(s, d.Plan) {
+	if !s.Reapply && upToDate(s, d.AsWritten) && !committedOtherwise(s, d.AsWritten) {
 		return d
 	}
 	var rollout []string
-	d.InEffect, rollout, d.NewBoot = classify(s, d.Plan)
+	d.InEffect, rollout, d.NewBoot = classify(s, d.AsWritten)
 	held := map[string]bool{}
 	for _, name := range rollout {
 		if !granted(s.Enactments[name], s.generation(name)) {
@@ -168,16 +168,16 @@ func Decide(s Snapshot) Decision {
 			}
 		}
 	}
-	for _, name := range d.Plan.Applied {
+	for _, name := range d.AsWritten.Applied {
 		if wait := untilRetry(s, name); wait > 0 && !d.InEffect[name] {
 			d.fail(s, name, s.Failures[name].Message) // said already, unless its write failed
 			held[name] = true
 			d.requeue(wait, false)
 		}
 	}
-	d.Composed, d.Current = compose(s, d.Plan, held)
+	d.Composed, d.Current = compose(s, d.AsWritten, held)
 	if key := commitKey(s.Boot, d.Composed); key != s.Committed {
-		// The engine is idempotent, but a pass that changes nothing (a retry that leaves
+		// The backend is idempotent, but a pass that changes nothing (a retry that leaves
 		// a failed policy out) need not cost a transaction and the probes.
 		d.Apply = true
 	}
@@ -185,7 +185,7 @@ func Decide(s Snapshot) Decision {
 	return d
 }
 
-// Settle decides what the pass reports once the engine answered (applyErr; nil also when
+// Settle decides what the pass reports once the backend answered (applyErr; nil also when
 // nothing was applied): Available or Failing for each policy applied anew, Failing for the
 // invalid and conflicting ones, the enactments of policies gone, and when to look again.
 func Settle(s Snapshot, d Decision, applyErr error) Decision {
@@ -201,7 +201,7 @@ func Settle(s Snapshot, d Decision, applyErr error) Decision {
 		d.requeue(busyRetry, true)
 		return d
 	}
-	// Enactments of policies that no longer select this node go once the engine has
+	// Enactments of policies that no longer select this node go once the backend has
 	// pruned what they applied; if that failed, they stay and say why.
 	for name := range s.Enactments {
 		if s.selects(name) {
@@ -215,10 +215,10 @@ func Settle(s Snapshot, d Decision, applyErr error) Decision {
 		}
 	}
 	d.reportApplied(s, applyErr)
-	// Invalid and conflicting policies: as written (Plan), or against the generations that
+	// Invalid and conflicting policies: as written (AsWritten), or against the generations that
 	// stayed in effect (Composed).
-	for _, name := range slices.Sorted(maps.Keys(d.Plan.Failed)) {
-		d.fail(s, name, d.Plan.Failed[name])
+	for _, name := range slices.Sorted(maps.Keys(d.AsWritten.Failed)) {
+		d.fail(s, name, d.AsWritten.Failed[name])
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.Composed.Failed)) {
 		if d.Current[name] {
@@ -284,9 +284,9 @@ func (d *Decision) reportDrift(s Snapshot) {
 // generation), to roll out (a new generation, which takes a slot first; re-applying after
 // a boot or a failure does not: it was rolled out), and whether any was applied in an
 // earlier boot.
-func classify(s Snapshot, plan Plan) (inEffect map[string]bool, rollout []string, newBoot bool) {
+func classify(s Snapshot, written Composition) (inEffect map[string]bool, rollout []string, newBoot bool) {
 	inEffect = map[string]bool{}
-	for _, name := range plan.Applied {
+	for _, name := range written.Applied {
 		e, ok := s.Enactments[name]
 		gen := s.generation(name)
 		inEffect[name] = ok && e.Status.PolicyGeneration == gen && e.Status.BootID == s.Boot && IsTrue(e, shared.EnactmentAvailable, "")
@@ -317,13 +317,13 @@ func granted(e *v1beta1.NodeNetworkConfigurationEnactment, generation int64) boo
 // upToDate: every selected policy's enactment reports the current generation, Available
 // in this boot (or Failing with the same reason), and no enactment is left for a policy
 // that does not select the node.
-func upToDate(s Snapshot, plan Plan) bool {
+func upToDate(s Snapshot, written Composition) bool {
 	for name := range s.Enactments {
 		if !s.selects(name) {
 			return false
 		}
 	}
-	for _, name := range plan.Applied {
+	for _, name := range written.Applied {
 		e, ok := s.Enactments[name]
 		if !ok || e.Status.PolicyGeneration != s.generation(name) || e.Status.BootID != s.Boot {
 			return false
@@ -338,7 +338,7 @@ func upToDate(s Snapshot, plan Plan) bool {
 			return false
 		}
 	}
-	for name, msg := range plan.Failed {
+	for name, msg := range written.Failed {
 		e, ok := s.Enactments[name]
 		if !ok || e.Status.PolicyGeneration != s.generation(name) || !TrueWith(e, shared.EnactmentFailing, msg) {
 			return false
@@ -352,11 +352,11 @@ func upToDate(s Snapshot, plan Plan) bool {
 // an etcd restored from a backup brings back enactments of a state the node left since (a
 // policy deleted after the snapshot comes back Available) and drops those of one it still
 // has (a policy created after it). Unknown after a restart of the handler ("").
-func committedOtherwise(s Snapshot, plan Plan) bool {
+func committedOtherwise(s Snapshot, written Composition) bool {
 	if s.Committed == "" {
 		return false
 	}
-	composed, _ := compose(s, plan, nil)
+	composed, _ := compose(s, written, nil)
 	return commitKey(s.Boot, composed) != s.Committed
 }
 
@@ -365,9 +365,9 @@ func committedOtherwise(s Snapshot, plan Plan) bool {
 // enactment keeps that desired state), so nothing in effect is pruned because a newer
 // generation waits or fails; a policy never applied here is left out. current names the
 // policies applied at their current generation.
-func compose(s Snapshot, plan Plan, held map[string]bool) (Plan, map[string]bool) {
+func compose(s Snapshot, written Composition, held map[string]bool) (Composition, map[string]bool) {
 	ok := map[string]bool{}
-	for _, name := range plan.Applied {
+	for _, name := range written.Applied {
 		ok[name] = !held[name]
 	}
 	current := map[string]bool{}
@@ -383,11 +383,11 @@ func compose(s Snapshot, plan Plan, held map[string]bool) (Plan, map[string]bool
 			pols = append(pols, pol)
 		}
 	}
-	return MakePlan(s.schema(), pols), current
+	return Compose(s.schema(), pols), current
 }
 
 // commitKey identifies a committed state within a boot.
-func commitKey(boot string, p Plan) string {
+func commitKey(boot string, p Composition) string {
 	digest, err := json.Marshal(p.Apply)
 	if err != nil { // a parsed state always marshals; never equal to a real key
 		return boot + "/unmarshalable: " + err.Error()

@@ -189,7 +189,7 @@ func TestDecide(t *testing.T) {
 		{name: "a generation aborted elsewhere waits; the generation applied before stays in effect",
 			s: func() Snapshot {
 				s := snap([]Policy{a2}, enactment("a", 2, shared.EnactmentAborted, "reconciliation ... has aborted", boot, dummyState("d-a")))
-				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, Compose(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{waiting: []string{"a"}, settle: true}},
@@ -212,21 +212,21 @@ func TestDecide(t *testing.T) {
 		{name: "up to date, and what this process committed: nothing to do",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
-				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, Compose(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{}},
 		{name: "etcd restored to before a policy was created: enactments up to date, the node still has it: applied without it",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, available("a", 1, boot, "d-a"))
-				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1, b1}))
+				s.Committed = commitKey(boot, Compose(backend.NMState{}, []Policy{a1, b1}))
 				return s
 			}(),
 			want: want{apply: []string{"d-a"}, settle: true}},
 		{name: "etcd restored to before a policy was deleted: its enactment says Available, the node no longer has it: applied again",
 			s: func() Snapshot {
 				s := snap([]Policy{a1, b1}, available("a", 1, boot, "d-a"), available("b", 1, boot, "d-b"))
-				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, Compose(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{apply: []string{"d-a", "d-b"}, settle: true}},
@@ -236,7 +236,7 @@ func TestDecide(t *testing.T) {
 		{name: "already committed in this process: no transaction, still settled",
 			s: func() Snapshot {
 				s := snap([]Policy{a1}, enactment("a", 1, shared.EnactmentFailing, driftMessage(driftPrefix+"x"), boot, dummyState("d-a")))
-				s.Committed = commitKey(boot, MakePlan(backend.NMState{}, []Policy{a1}))
+				s.Committed = commitKey(boot, Compose(backend.NMState{}, []Policy{a1}))
 				return s
 			}(),
 			want: want{settle: true}},

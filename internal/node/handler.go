@@ -372,7 +372,7 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 			}
 			if applyErr = h.apply(ctx, v, s.versions(d.Composed.Applied), d.Composed.Apply); applyErr == nil {
 				h.committed = commitKey(v.boot, d.Composed)
-				h.clearDrift() // the engine verified the whole state, drifted interfaces activated again
+				h.clearDrift() // the backend verified the whole state, drifted interfaces activated again
 				s.Drifted = nil
 				if d.NewBoot {
 					bootReconvergence.Set(time.Since(h.started).Seconds())

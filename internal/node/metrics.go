@@ -14,7 +14,7 @@ var (
 	}, []string{"result"})
 	rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nmoverlay_rollbacks_total",
-		Help: "Applies rolled back, by reason: probe (a probe failed after the apply) or engine (the state did not converge).",
+		Help: "Applies rolled back, by reason: probe (a probe failed after the apply) or engine (the backend rolled back a state that did not converge).",
 	}, []string{"reason"})
 	bootReconvergence = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "nmoverlay_boot_reconvergence_seconds",

@@ -26,7 +26,7 @@ import (
 // The reporter's write spacing unless set (Reporter.MinInterval, Reporter.MaxInterval).
 const DefaultMinInterval, DefaultMaxInterval = 5 * time.Second, 20 * time.Second
 
-// Reporter keeps the node's NodeNetworkState current: it reads the state when the engine
+// Reporter keeps the node's NodeNetworkState current: it reads the state when the backend
 // signals a change (and at start), and writes only when what it read differs from what
 // the object says, so an idle node costs the API server nothing.
 type Reporter struct {

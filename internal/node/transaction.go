@@ -47,7 +47,7 @@ func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, des
 		if backend.NothingChanged(err) {
 			return err
 		}
-		rollbacks.WithLabelValues("engine").Inc() // the engine rolls back what did not converge
+		rollbacks.WithLabelValues("engine").Inc() // the backend rolled back what did not converge (the label keeps its name: dashboards use it)
 		h.keepProbes(healthy)
 		var applyErr *backend.ApplyError
 		if errors.As(err, &applyErr) && applyErr.RollbackErr != nil {
@@ -132,7 +132,7 @@ func (h *Handler) restore(ctx context.Context, v *nodeView) error {
 	ctrl.LoggerFrom(ctx).Info("restored the last committed state", "node", h.NodeName, "after", h.unrestored)
 	h.unrestored = ""
 	h.last.boot, h.last.state = v.boot, last
-	h.committed = commitKey(v.boot, Plan{Apply: last})
+	h.committed = commitKey(v.boot, Composition{Apply: last})
 	return nil
 }
 
@@ -150,7 +150,7 @@ func (h *Handler) lastCommitted(v *nodeView) backend.Desired {
 		}
 	}
 	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
-	return MakePlan(h.Backend, pols).Apply
+	return Compose(h.Backend, pols).Apply
 }
 
 // probeFailure: the apply converged, then a probe failed and it was rolled back.

@@ -47,25 +47,25 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 	return h, nil
 }
 
-// steps are what one apply does: owned profiles to delete, then interfaces to save and
+// applySteps are what one apply does: owned profiles to delete, then interfaces to save and
 // activate in dependency order, each with what its profile carries besides its own fields.
 // Everything is by key (state.Interface.Key).
-type steps struct {
+type applySteps struct {
 	deletes    []string
 	interfaces []state.Interface
-	perIface   map[string]plan
+	perIface   map[string]profileExtras
 	// uuids are the profile UUIDs of the OVS bridges and ports, known before they are
 	// saved: their ports name them as their controller (br-ex, a bridge, a port and an
 	// interface at once, is no name to go by).
 	uuids map[string]string
 }
 
-// plan spreads the desired state's ports, routes and DNS over the interfaces that carry
+// steps spreads the desired state's ports, routes and DNS over the interfaces that carry
 // them. Interfaces that only carry routes, route removals or DNS are added (state up, no
 // fields of their own) and keep the rest of their current profile. Each port of an OVS
 // bridge gets an OVS port profile, right after its bridge.
-func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) (*steps, error) {
-	pl := &steps{perIface: map[string]plan{}, uuids: map[string]string{}}
+func (h *host) steps(desired state.State, ordered []state.Interface, prune bool) (*applySteps, error) {
+	pl := &applySteps{perIface: map[string]profileExtras{}, uuids: map[string]string{}}
 	in := map[string]bool{}
 	var interfaces []state.Interface
 	for _, it := range ordered {
@@ -80,7 +80,7 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 			kind, ports = "vrf", it.VRF.Port
 		case it.Type == state.OVSBridge:
 			if it.State != state.Absent && it.Bridge != nil {
-				ports := h.planOVSBridge(pl, it, ordered)
+				ports := h.stepsOfOVSBridge(pl, it, ordered)
 				for _, p := range ports {
 					in[p.Key()] = true
 				}
@@ -169,16 +169,16 @@ func (h *host) plan(desired state.State, ordered []state.Interface, prune bool) 
 	return pl, nil
 }
 
-// planOVSBridge plans the OVS port profiles of an OVS bridge, which NetworkManager puts
+// stepsOfOVSBridge plans the OVS port profiles of an OVS bridge, which NetworkManager puts
 // between a bridge and each of its interfaces, and makes each port's interface a port of
 // its OVS port. It returns the OVS ports, to be saved right after the bridge.
-func (h *host) planOVSBridge(pl *steps, br state.Interface, desired []state.Interface) []state.Interface {
+func (h *host) stepsOfOVSBridge(pl *applySteps, br state.Interface, desired []state.Interface) []state.Interface {
 	pl.uuids[br.Key()] = h.uuidOf(br.Key())
 	var out []state.Interface
 	for _, bp := range br.Bridge.Port {
 		port := state.Interface{Name: bp.Name, Type: state.OVSPort, State: state.Up}
 		pl.uuids[port.Key()] = h.uuidOf(port.Key())
-		pl.perIface[port.Key()] = plan{port: &portOf{controller: pl.uuids[br.Key()], kind: "ovs-bridge", bridge: br.Name}, ovsVLAN: bp.VLAN, ovsBond: bp.LinkAggregation}
+		pl.perIface[port.Key()] = profileExtras{port: &portOf{controller: pl.uuids[br.Key()], kind: "ovs-bridge", bridge: br.Name}, ovsVLAN: bp.VLAN, ovsBond: bp.LinkAggregation}
 		// A bond's port has its members as interfaces, any other port the interface of its
 		// name.
 		for _, name := range bp.Interfaces() {
@@ -303,7 +303,7 @@ func (h *host) baseOf(owned profile) (profile, bool) {
 }
 
 // build makes the owned profile of it, as planned in pl.
-func (h *host) build(it state.Interface, pl *steps, prune bool) (settings, error) {
+func (h *host) build(it state.Interface, pl *applySteps, prune bool) (settings, error) {
 	key := it.Key()
 	p := pl.perIface[key]
 	dev, hasDev := h.devs[key]
@@ -385,7 +385,7 @@ func (h *host) deletes(interfaces []state.Interface, prune bool) []string {
 // Never an interface another policy names: DNS must not rewrite another policy's
 // profile, nor go with it. Static DNS on other interfaces is cleared (the config is the
 // node's whole static DNS). No carrier for a family that has servers: refused.
-func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *steps, prune bool, touch func(string)) error {
+func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *applySteps, prune bool, touch func(string)) error {
 	cfg := d.Config
 	var servers [2][]string // by family: 0 IPv4, 1 IPv6
 	for _, srv := range cfg.Server {
@@ -437,7 +437,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 		}
 		if base, _ := h.base(name, prune, false); hasDNS(base) {
 			p := pl.perIface[name]
-			p.dns = &dnsPlan{}
+			p.dns = &dnsSettings{}
 			pl.perIface[name] = p
 			touch(name)
 		}
@@ -448,7 +448,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 		}
 		p := pl.perIface[name]
 		if p.dns == nil {
-			p.dns = &dnsPlan{}
+			p.dns = &dnsSettings{}
 		}
 		p.dns.servers[fam] = servers[fam]
 		if fam == preferred {
@@ -462,7 +462,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *ste
 }
 
 // dnsCarrier picks the interface that carries one family's DNS (placeDNS says how).
-func (h *host) dnsCarrier(fam int, scope []string, desired map[string]state.Interface, pl *steps, prune bool) string {
+func (h *host) dnsCarrier(fam int, scope []string, desired map[string]state.Interface, pl *applySteps, prune bool) string {
 	family, v6 := ipFamilies[fam], fam == 1
 	eligible := func(name string) bool { return !pl.perIface[name].l2Port() }
 	// method says how the interface will run the family: from the desired state where it

@@ -27,8 +27,8 @@ func TestSelects(t *testing.T) {
 	}
 }
 
-func TestMakePlanIsolatesBadPolicies(t *testing.T) {
-	p := MakePlan(backend.NMState{}, []Policy{
+func TestComposeIsolatesBadPolicies(t *testing.T) {
+	p := Compose(backend.NMState{}, []Policy{
 		{Name: "good-vlan", DesiredState: []byte(`{"interfaces":[{"name":"bond0.10","type":"vlan","vlan":{"id":10,"base-iface":"bond0"}}]}`)},
 		{Name: "good-bond", DesiredState: []byte(`{"interfaces":[{"name":"bond0","type":"bond","link-aggregation":{"mode":"active-backup","port":["eth1"]}}]}`)},
 		{Name: "invalid", DesiredState: []byte(`{"interfaces":[{"name":"v","type":"vlan","vlan":{"id":5000,"base-iface":"eth1"}}]}`)},
@@ -56,7 +56,7 @@ func TestMakePlanIsolatesBadPolicies(t *testing.T) {
 }
 
 func TestSuspectsOf(t *testing.T) {
-	apply := Plan{Applied: []string{"dhcp", "static", "old"}, Owners: map[string][]string{"eth1": {"dhcp"}, "eth2": {"static"}, "eth3": {"old"}}}
+	apply := Composition{Applied: []string{"dhcp", "static", "old"}, Owners: map[string][]string{"eth1": {"dhcp"}, "eth2": {"static"}, "eth3": {"old"}}}
 	isNew := func(name string) bool { return name != "old" }
 	for _, tc := range []struct {
 		name         string

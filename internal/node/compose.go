@@ -1,5 +1,5 @@
 // Package node is the per-node handler: it applies every policy that selects its node
-// through the engine in one transaction, reports one enactment per policy, re-applies
+// through its backend in one transaction, reports one enactment per policy, re-applies
 // everything after each boot, and refuses while the node's overlay is degraded.
 package node
 
@@ -42,8 +42,8 @@ func (p Policy) Selects(nodeLabels map[string]string) bool {
 	return shared.SelectsNode(p.NodeSelector, nodeLabels)
 }
 
-// Plan is what to do on one node.
-type Plan struct {
+// Composition is what to do on one node.
+type Composition struct {
 	// Apply is the merged desired state of every valid, non-conflicting selected policy.
 	Apply backend.Desired
 	// Applied names the policies Apply is made of.
@@ -55,11 +55,11 @@ type Plan struct {
 	Failed map[string]string
 }
 
-// MakePlan parses and merges the policies selected for a node in the backend's schema. One
+// Compose parses and merges the policies selected for a node in the backend's schema. One
 // bad policy never blocks the others: an invalid one fails alone, two that conflict fail
 // together (each message names the other), and the rest are merged and applied.
-func MakePlan(schema backend.Schema, selected []Policy) Plan {
-	p := Plan{Failed: map[string]string{}}
+func Compose(schema backend.Schema, selected []Policy) Composition {
+	p := Composition{Failed: map[string]string{}}
 	var sources []backend.Parsed
 	for _, pol := range selected {
 		if pol.CaptureError != "" {
@@ -131,7 +131,7 @@ func appendMessage(prev, msg string) string {
 // (*backend.PoliciesRefused) names them. None when nothing points anywhere: all new ones fail.
 // Trying the rest again is safe: it is the same transaction less the suspects, checked
 // and rolled back like any other.
-func suspectsOf(applyErr error, apply Plan, isNew, failedBefore func(string) bool) map[string]bool {
+func suspectsOf(applyErr error, apply Composition, isNew, failedBefore func(string) bool) map[string]bool {
 	suspects := map[string]bool{}
 	if applyErr == nil {
 		return suspects

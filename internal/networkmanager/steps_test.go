@@ -95,7 +95,7 @@ func TestPlanRouteRemovalCarriers(t *testing.T) {
 		{"nothing holds it: nothing touched", `routes: {config: [{destination: 100.64.0.0/10, state: absent}]}`, nil},
 	} {
 		desired, ordered := mustParse(t, tc.doc)
-		pl, err := testHost(profiles(), state.State{}).plan(desired, ordered, true)
+		pl, err := testHost(profiles(), state.State{}).steps(desired, ordered, true)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -172,7 +172,7 @@ func TestPlanDNSCarrier(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pl, err := testHost(tc.profiles, tc.current).plan(m.State, ordered, true)
+			pl, err := testHost(tc.profiles, tc.current).steps(m.State, ordered, true)
 			if tc.err != "" {
 				var fe *field.Error
 				if !errors.As(err, &fe) || fe.Path != "dns-resolver.config" || !strings.Contains(fe.Reason, tc.err) {
@@ -232,7 +232,7 @@ interfaces:
 		t.Fatal(err)
 	}
 	h := testHost(map[string]settings{"enp2s0": ipProfile("auto", false, "auto", nil)}, state.State{})
-	pl := mustPlan(t, h, desired)
+	pl := mustSteps(t, h, desired)
 	var keys []string
 	built := map[string]settings{}
 	for _, it := range pl.interfaces {
@@ -328,14 +328,14 @@ interfaces:
 	}
 }
 
-// mustPlan orders desired and plans it on h, with prune.
-func mustPlan(t *testing.T, h *host, desired state.State) *steps {
+// mustSteps orders desired and makes its steps on h, with prune.
+func mustSteps(t *testing.T, h *host, desired state.State) *applySteps {
 	t.Helper()
 	ordered, err := state.Order(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := h.plan(desired, ordered, true)
+	pl, err := h.steps(desired, ordered, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ interfaces:
 			t.Fatal(err)
 		}
 		h := testHost(nil, state.State{})
-		pl := mustPlan(t, h, desired)
+		pl := mustSteps(t, h, desired)
 		built := map[string]settings{}
 		var keys []string
 		for _, it := range pl.interfaces {
@@ -446,7 +446,7 @@ routes:
 		t.Fatal(err)
 	}
 	ordered, _ := state.Order(desired)
-	pl, err := h.plan(desired, ordered, true)
+	pl, err := h.steps(desired, ordered, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ routes:
 	}
 
 	lonely, _ := state.Parse([]byte(`route-rules: {config: [{ip-from: 192.0.2.0/24, route-table: 200}]}`))
-	_, err = h.plan(lonely, nil, true)
+	_, err = h.steps(lonely, nil, true)
 	var fe *field.Error
 	if !errors.As(err, &fe) || fe.Path != "route-rules.config[0]" || !strings.Contains(fe.Reason, "no interface can carry") {
 		t.Errorf("a rule with nowhere to go: %v", err)
@@ -526,7 +526,7 @@ func TestInfiniBandDevices(t *testing.T) {
 	}
 	// The profile: the port's own link section, the address to match it by, the partition.
 	s, _ := state.Parse([]byte(`interfaces: [{name: ibp27s0.8001, type: infiniband, mtu: 2044, infiniband: {mode: connected, pkey: "0x8001", base-iface: ibp27s0}}]`))
-	p, err := buildProfile(s.Interfaces[0], state.InfiniBand, nil, "", plan{}, "u")
+	p, err := buildProfile(s.Interfaces[0], state.InfiniBand, nil, "", profileExtras{}, "u")
 	if err != nil {
 		t.Fatal(err)
 	}
