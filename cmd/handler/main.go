@@ -38,6 +38,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/node"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/probe"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -58,11 +59,11 @@ func main() {
 	var o options
 	flag.StringVar(&o.nodeName, "node", os.Getenv("NODE_NAME"), "the node this handler runs on (NODE_NAME, from the downward API)")
 	flag.StringVar(&o.bus, "bus", "", "D-Bus address of NetworkManager's bus (default: the system bus, DBUS_SYSTEM_BUS_ADDRESS)")
-	flag.StringVar(&o.layoutFile, "layout", overlay.LayoutFile, "nm-overlay layout file, as the MachineConfig wrote it")
+	flag.StringVar(&o.layoutFile, "layout", paths.LayoutFile, "nm-overlay layout file, as the MachineConfig wrote it")
 	flag.StringVar(&o.dnsHost, "dns-probe-host", "", "name the DNS probe resolves (default: the API server's host name, if it is a name)")
 	flag.StringVar(&o.bootIDFile, "boot-id-file", "",
 		"file naming the running boot: every policy is re-applied when it changes (default: the boot ID nm-overlay "+
-			"recorded when it set the overlay up, else "+overlay.KernelBootIDFile+")")
+			"recorded when it set the overlay up, else "+paths.KernelBootIDFile+")")
 	flag.Func("disable-probes", "comma-separated probes not to run after an apply: "+
 		nmstatev1.ProbeDefaultGateway+", "+nmstatev1.ProbeDNS+" (the API server and Node Ready probes cannot be disabled)",
 		func(v string) error {
@@ -198,7 +199,7 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 
 // newHandler makes the node handler: its engine, probes, and what it reads of the boot
 // and of the overlay. The channels it is woken by are set by the caller.
-func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout overlay.Layout,
+func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout paths.Layout,
 	backend backend.Backend) *node.Handler {
 	return &node.Handler{
 		Client:   mgr.GetClient(),
@@ -216,7 +217,7 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 			} else if b, err = os.ReadFile(layout.BootIDFile()); errors.Is(err, fs.ErrNotExist) {
 				// No overlay set up in this boot (the node refuses policies then), or a
 				// helper from before it recorded the boot.
-				b, err = os.ReadFile(overlay.KernelBootIDFile)
+				b, err = os.ReadFile(paths.KernelBootIDFile)
 			}
 			return strings.TrimSpace(string(b)), err
 		},
@@ -225,7 +226,7 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 }
 
 // newBackend is the backend --backend names.
-func newBackend(o options, nm *networkmanager.Client, layout overlay.Layout) (backend.Backend, error) {
+func newBackend(o options, nm *networkmanager.Client, layout paths.Layout) (backend.Backend, error) {
 	// NetworkManager rolls the checkpoint back by itself if this process dies; its
 	// timeout must outlast activation (DHCP included) and the probes (which share one
 	// deadline), or it fires while the probes still wait.
@@ -358,7 +359,7 @@ func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr,
 
 // overlayStatus is what NodeNetworkState says of the node's keyfile overlay: why it is
 // degraded, and every profile that lives only in the tmpfs layer, owned by a policy or not.
-func overlayStatus(layout overlay.Layout) (*v1beta1.OverlayStatus, error) {
+func overlayStatus(layout paths.Layout) (*v1beta1.OverlayStatus, error) {
 	st := &v1beta1.OverlayStatus{}
 	why, err := overlay.InUse(layout)
 	if err != nil {

@@ -18,7 +18,9 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/coreos/go-systemd/v22/journal"
 
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // Exit codes.
@@ -124,11 +126,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (flags, bool) {
 	var f flags
 	fs := flag.NewFlagSet("nm-overlay "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.layoutFile, "layout", overlay.LayoutFile, "layout file written by the MachineConfig (defaults apply when missing)")
+	fs.StringVar(&f.layoutFile, "layout", paths.LayoutFile, "layout file written by the MachineConfig (defaults apply when missing)")
 	fs.StringVar(&f.output, "o", "text", "output format: text or json")
 	fs.BoolVar(&f.check, "check", false, "uninstall: only list what is left, exit 1 if anything is")
-	fs.BoolVar(&f.keepBinary, "keep-binary", false, "uninstall: keep "+overlay.HelperBinary)
-	fs.StringVar(&f.installTo, "to", filepath.Dir(overlay.HelperBinary), "install: the directory to copy this binary to")
+	fs.BoolVar(&f.keepBinary, "keep-binary", false, "uninstall: keep "+paths.HelperBinary)
+	fs.StringVar(&f.installTo, "to", filepath.Dir(paths.HelperBinary), "install: the directory to copy this binary to")
 	if err := fs.Parse(args); err != nil {
 		return f, false
 	}
@@ -141,7 +143,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (flags, bool) {
 
 // setup runs `nm-overlay setup`: it tells systemd and the journal the outcome, and
 // prints the checks.
-func setup(ctx context.Context, l overlay.Layout, out printer, stderr io.Writer) int {
+func setup(ctx context.Context, l paths.Layout, out printer, stderr io.Writer) int {
 	r, err := overlay.Setup(ctx, l, overlay.NMConfig{})
 	report(r, err)
 	out.report(r)
@@ -156,7 +158,7 @@ func setup(ctx context.Context, l overlay.Layout, out printer, stderr io.Writer)
 }
 
 // enable runs `nm-overlay enable`: setup, then a restart of NetworkManager through systemd.
-func enable(ctx context.Context, l overlay.Layout, out printer, stderr io.Writer) int {
+func enable(ctx context.Context, l paths.Layout, out printer, stderr io.Writer) int {
 	action, r, err := overlay.Enable(ctx, l, overlay.NMConfig{}, restartNetworkManager)
 	if err == nil && !r.OK {
 		err = fmt.Errorf("%w: %s", overlay.ErrDegraded, r.Reason())
@@ -180,7 +182,7 @@ func restartNetworkManager(ctx context.Context) error {
 	}
 	defer conn.Close()
 	done := make(chan string, 1)
-	if _, err := conn.RestartUnitContext(ctx, overlay.NMService, "replace", done); err != nil {
+	if _, err := conn.RestartUnitContext(ctx, paths.NMService, "replace", done); err != nil {
 		return err
 	}
 	select {
@@ -200,8 +202,8 @@ func install(dir string, out printer, stderr io.Writer) int {
 	if err == nil {
 		var b []byte
 		if b, err = os.ReadFile(self); err == nil {
-			dst := filepath.Join(dir, filepath.Base(overlay.HelperBinary))
-			if err = overlay.WriteFileAtomic(dst, b, 0o755); err == nil {
+			dst := filepath.Join(dir, filepath.Base(paths.HelperBinary))
+			if err = atomicfile.Write(dst, b, 0o755); err == nil {
 				out.list([]string{dst})
 			}
 		}
@@ -215,7 +217,7 @@ func install(dir string, out printer, stderr io.Writer) int {
 
 // uninstall removes what is left after the MachineConfig was removed, or with check only
 // lists it.
-func uninstall(l overlay.Layout, check, keepBinary bool, out printer, stderr io.Writer) int {
+func uninstall(l paths.Layout, check, keepBinary bool, out printer, stderr io.Writer) int {
 	if check {
 		left := overlay.Leftovers(l)
 		out.list(left)

@@ -15,9 +15,9 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/field"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/internal/nmpolicy"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -207,7 +207,7 @@ func writeInstallManifests(dir string, files []installFile) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		if err := overlay.WriteFileAtomic(filepath.Join(d, f.name), f.content, 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(d, f.name), f.content, 0o644); err != nil {
 			return err
 		}
 	}

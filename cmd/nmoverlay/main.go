@@ -15,9 +15,10 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 const usage = `nmoverlay: render nmoverlay's cluster configuration, check policies
@@ -205,7 +206,7 @@ func (c command) run(args []string, stdout, stderr io.Writer) int {
 	if *out == "-" {
 		_, err = stdout.Write(yaml)
 	} else {
-		err = overlay.WriteFileAtomic(*out, yaml, 0o644) // never a partial file
+		err = atomicfile.Write(*out, yaml, 0o644) // never a partial file
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
@@ -222,7 +223,7 @@ type machineConfigFlags struct {
 
 func addMachineConfigFlags(fs *flag.FlagSet) *machineConfigFlags {
 	f := &machineConfigFlags{}
-	def := overlay.DefaultLayout()
+	def := paths.DefaultLayout()
 	fs.Var(&f.pools, "pool", "MachineConfigPool to render for; repeatable or comma-separated (default worker)")
 	fs.Var(&f.custom, "custom-pool", "a pool besides master and worker that exists in the cluster; repeatable or comma-separated")
 	f.version = fs.String("ignition-version", machineconfigs.DefaultIgnitionVersion,
@@ -231,7 +232,7 @@ func addMachineConfigFlags(fs *flag.FlagSet) *machineConfigFlags {
 	f.runDir = fs.String("run-dir", def.RunDir, "dir below /run for upper, work and merged")
 	f.selinux = fs.String("selinux-context", "", "SELinux context for the merged files, e.g. system_u:object_r:NetworkManager_etc_rw_t:s0")
 	fs.Var(&f.safety, "safety-options", "overlay options that keep offline changes to lower safe; comma-separated subset, or none (default "+
-		strings.Join(overlay.SafetyOptions, ",")+")")
+		strings.Join(paths.SafetyOptions, ",")+")")
 	return f
 }
 
@@ -241,7 +242,7 @@ func (f *machineConfigFlags) options() machineconfigs.Options {
 		Pools:           f.pools.values,
 		CustomPools:     f.custom.values,
 		IgnitionVersion: *f.version,
-		Layout:          overlay.Layout{Lower: *f.lower, RunDir: *f.runDir, SELinuxContext: *f.selinux},
+		Layout:          paths.Layout{Lower: *f.lower, RunDir: *f.runDir, SELinuxContext: *f.selinux},
 	}
 	if !f.pools.set {
 		opts.Pools = []string{"worker"}

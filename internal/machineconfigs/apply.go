@@ -10,7 +10,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // ApplyIgnition writes an Ignition config's files, units and drop-ins under root the way
@@ -43,7 +43,7 @@ func ApplyIgnition(root string, config []byte) error {
 			return fmt.Errorf("systemd.units[%d] (%s): enabling or masking is not supported", i, u.Name)
 		}
 		if u.Contents != nil {
-			if err := writeUnder(root, filepath.Join(overlay.SystemdUnitDir, u.Name), []byte(*u.Contents), 0o644); err != nil {
+			if err := writeUnder(root, filepath.Join(paths.SystemdUnitDir, u.Name), []byte(*u.Contents), 0o644); err != nil {
 				return err
 			}
 		}
@@ -51,7 +51,7 @@ func ApplyIgnition(root string, config []byte) error {
 			if d.Contents == nil {
 				continue
 			}
-			if err := writeUnder(root, filepath.Join(overlay.SystemdUnitDir, u.Name+".d", d.Name), []byte(*d.Contents), 0o644); err != nil {
+			if err := writeUnder(root, filepath.Join(paths.SystemdUnitDir, u.Name+".d", d.Name), []byte(*d.Contents), 0o644); err != nil {
 				return err
 			}
 		}
@@ -71,20 +71,20 @@ func RemoveIgnition(root string, config []byte) error {
 	if err != nil {
 		return err
 	}
-	var paths []string
+	var files []string
 	for _, f := range cfg.Storage.Files {
-		paths = append(paths, f.Path)
+		files = append(files, f.Path)
 	}
 	for _, u := range cfg.Systemd.Units {
 		if u.Contents != nil {
-			paths = append(paths, filepath.Join(overlay.SystemdUnitDir, u.Name))
+			files = append(files, filepath.Join(paths.SystemdUnitDir, u.Name))
 		}
 		for _, d := range u.Dropins {
-			paths = append(paths, filepath.Join(overlay.SystemdUnitDir, u.Name+".d", d.Name))
+			files = append(files, filepath.Join(paths.SystemdUnitDir, u.Name+".d", d.Name))
 		}
 	}
 	var errs []error
-	for _, p := range paths {
+	for _, p := range files {
 		if err := os.Remove(filepath.Join(root, p)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

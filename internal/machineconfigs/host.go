@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // File is a file the MachineConfig writes on the host.
@@ -33,12 +33,12 @@ func (u Unit) Path() string {
 	if u.Contents == "" {
 		return ""
 	}
-	return filepath.Join(overlay.SystemdUnitDir, u.Name)
+	return filepath.Join(paths.SystemdUnitDir, u.Name)
 }
 
 // DropinPath is where MCO writes one of the unit's drop-ins on the host.
 func (u Unit) DropinPath(d Dropin) string {
-	return filepath.Join(overlay.SystemdUnitDir, u.Name+".d", d.Name)
+	return filepath.Join(paths.SystemdUnitDir, u.Name+".d", d.Name)
 }
 
 // fileMode is the mode of every file and unit the MachineConfig writes (420 in Ignition's JSON).
@@ -50,8 +50,8 @@ func Files(o Options) []File {
 	l := o.WithDefaults().Layout
 	return []File{
 		{Path: l.KeyfileDropInPath(), Mode: fileMode, Contents: l.KeyfileDropInContent()},
-		{Path: overlay.TmpfilesConf, Mode: fileMode, Contents: l.TmpfilesContent()},
-		{Path: overlay.LayoutFile, Mode: fileMode, Contents: string(l.MarshalLayoutFile())},
+		{Path: paths.TmpfilesConf, Mode: fileMode, Contents: l.TmpfilesContent()},
+		{Path: paths.LayoutFile, Mode: fileMode, Contents: string(l.MarshalLayoutFile())},
 	}
 }
 
@@ -64,7 +64,7 @@ func Units(o Options) []Unit {
 	l := o.Layout
 	mount := lines(
 		"# Rendered by nmoverlay. Nothing requires this mount on purpose (no",
-		"# RequiredBy="+overlay.NMService+"): NetworkManager's keyfile path only switches to the merged",
+		"# RequiredBy="+paths.NMService+"): NetworkManager's keyfile path only switches to the merged",
 		"# dir in a boot where nm-overlay verified this mount, so a failed mount must not keep",
 		"# NetworkManager from starting.",
 		"[Unit]",
@@ -75,7 +75,7 @@ func Units(o Options) []Unit {
 		// mount is not ordered before local-fs.target (that would be a cycle).
 		"Requires=systemd-tmpfiles-setup.service",
 		"After=systemd-tmpfiles-setup.service",
-		"Before="+overlay.HelperService+" "+overlay.NMService+" umount.target",
+		"Before="+paths.HelperService+" "+paths.NMService+" umount.target",
 		"Conflicts=umount.target",
 		"",
 		"[Mount]",
@@ -85,73 +85,73 @@ func Units(o Options) []Unit {
 		"Options="+l.MountOptions(o.SafetyOptions),
 	)
 	helper := lines(
-		"# Rendered by nmoverlay. Pulled in by "+overlay.NMService+" ("+overlay.NMServiceDropIn+").",
+		"# Rendered by nmoverlay. Pulled in by "+paths.NMService+" ("+paths.NMServiceDropIn+").",
 		"# Until the handler DaemonSet installs the helper this unit is skipped: NetworkManager",
 		"# then starts on the persistent keyfile dir, the node is marked degraded, and",
-		"# "+overlay.EnablePath+" enables the overlay once the helper appears.",
+		"# "+paths.EnablePath+" enables the overlay once the helper appears.",
 		"[Unit]",
 		"Description=Set up and verify the NetworkManager keyfile overlay",
 		"Documentation=https://github.com/nmoverlay/nmoverlay",
 		"Wants="+l.MountUnit(),
 		// After Open vSwitch's database, where it runs: it removes the OVN bridge mappings
 		// nmoverlay made in an earlier boot (OVSDB is persistent).
-		"After="+l.MountUnit()+" systemd-tmpfiles-setup.service "+overlay.OVSDBService,
-		"Before="+overlay.NMService,
-		"ConditionFileIsExecutable="+overlay.HelperBinary,
+		"After="+l.MountUnit()+" systemd-tmpfiles-setup.service "+paths.OVSDBService,
+		"Before="+paths.NMService,
+		"ConditionFileIsExecutable="+paths.HelperBinary,
 		"",
 		"[Service]",
 		"Type=oneshot",
 		"RemainAfterExit=yes",
 		"NotifyAccess=main",
-		"ExecStart="+overlay.HelperBinary+" setup",
+		"ExecStart="+paths.HelperBinary+" setup",
 	)
 	enablePath := lines(
-		"# Rendered by nmoverlay. Pulled in by "+overlay.NMService+" ("+overlay.NMServiceDropIn+").",
+		"# Rendered by nmoverlay. Pulled in by "+paths.NMService+" ("+paths.NMServiceDropIn+").",
 		"# The MachineConfig usually reaches a node before the handler DaemonSet installs the",
-		"# helper: once it appears, "+overlay.EnableService+" moves this boot's NetworkManager onto",
+		"# helper: once it appears, "+paths.EnableService+" moves this boot's NetworkManager onto",
 		"# the overlay, without a reboot. In a boot that had the helper, that is a no-op.",
 		"[Unit]",
 		"Description=Enable the NetworkManager keyfile overlay once nm-overlay is installed",
 		"Documentation=https://github.com/nmoverlay/nmoverlay",
 		"",
 		"[Path]",
-		"PathExists="+overlay.HelperBinary,
-		"Unit="+overlay.EnableService,
+		"PathExists="+paths.HelperBinary,
+		"Unit="+paths.EnableService,
 	)
 	enable := lines(
-		"# Rendered by nmoverlay. Started by "+overlay.EnablePath+".",
+		"# Rendered by nmoverlay. Started by "+paths.EnablePath+".",
 		"[Unit]",
 		"Description=Enable the NetworkManager keyfile overlay in a boot that started without it",
 		"Documentation=https://github.com/nmoverlay/nmoverlay",
 		// After NetworkManager: it restarts a NetworkManager that runs, and must not miss
 		// one that is starting (it would have read the environment without the enable file).
-		"After="+overlay.HelperService+" "+overlay.NMService,
-		"ConditionFileIsExecutable="+overlay.HelperBinary,
+		"After="+paths.HelperService+" "+paths.NMService,
+		"ConditionFileIsExecutable="+paths.HelperBinary,
 		"",
 		"[Service]",
 		"Type=oneshot",
 		"RemainAfterExit=yes",
 		// '-': a failure is in the degraded marker and the journal; a failed unit would make
 		// the path unit start it again at once, and again.
-		"ExecStart=-"+overlay.HelperBinary+" enable",
+		"ExecStart=-"+paths.HelperBinary+" enable",
 	)
 	nm := lines(
 		"# Rendered by nmoverlay: run nm-overlay first, and hand NetworkManager the environment",
 		"# that enables the overlay's keyfile path once nm-overlay verified it in this boot;",
-		"# "+overlay.EnablePath+" enables it later in a boot that started without the helper.",
+		"# "+paths.EnablePath+" enables it later in a boot that started without the helper.",
 		"[Unit]",
-		"Wants="+overlay.HelperService+" "+overlay.EnablePath,
-		"After="+overlay.HelperService,
+		"Wants="+paths.HelperService+" "+paths.EnablePath,
+		"After="+paths.HelperService,
 		"",
 		"[Service]",
 		"EnvironmentFile=-"+l.NMEnvFile(),
 	)
 	return []Unit{
 		{Name: l.MountUnit(), Contents: mount},
-		{Name: overlay.HelperService, Contents: helper},
-		{Name: overlay.EnablePath, Contents: enablePath},
-		{Name: overlay.EnableService, Contents: enable},
-		{Name: overlay.NMService, Dropins: []Dropin{{Name: overlay.NMServiceDropIn, Contents: nm}}},
+		{Name: paths.HelperService, Contents: helper},
+		{Name: paths.EnablePath, Contents: enablePath},
+		{Name: paths.EnableService, Contents: enable},
+		{Name: paths.NMService, Dropins: []Dropin{{Name: paths.NMServiceDropIn, Contents: nm}}},
 	}
 }
 

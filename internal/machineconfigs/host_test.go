@@ -10,7 +10,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // unitOptions parses every rendered unit and drop-in with go-systemd, keyed by unit name
@@ -42,9 +42,9 @@ func unitOptions(t *testing.T, o Options) map[string]map[string][]string {
 // TestMountUnitNameMatchesWhere: systemd refuses a mount unit whose name is not its
 // escaped Where=.
 func TestMountUnitNameMatchesWhere(t *testing.T) {
-	layouts := []overlay.Layout{
-		overlay.DefaultLayout(),
-		{Lower: overlay.NMDefaultKeyfile, RunDir: "/run/nm-overlay"},
+	layouts := []paths.Layout{
+		paths.DefaultLayout(),
+		{Lower: paths.NMDefaultKeyfile, RunDir: "/run/nm-overlay"},
 		{Lower: "/var/lib/keyfiles", RunDir: "/run/a.b/c_d/nmoverlay"},
 	}
 	for _, tc := range goldenCases {
@@ -67,14 +67,14 @@ func TestMountUnitNameMatchesWhere(t *testing.T) {
 			t.Errorf("mount unit %s for Where=%s (escaped %s)", units[0].Name, where[0], got)
 		}
 	}
-	if got := (overlay.Layout{RunDir: "/run/nm-overlay"}).MountUnit(); got != `run-nm\x2doverlay-merged.mount` {
+	if got := (paths.Layout{RunDir: "/run/nm-overlay"}).MountUnit(); got != `run-nm\x2doverlay-merged.mount` {
 		t.Errorf("escaping changed: %s", got)
 	}
 }
 
 // TestUnits checks what the boot order and the fail-safe rest on.
 func TestUnits(t *testing.T) {
-	o := Options{Pools: []string{"worker"}, Layout: overlay.Layout{Lower: overlay.NMDefaultKeyfile, RunDir: "/run/nm-overlay"}}.WithDefaults()
+	o := Options{Pools: []string{"worker"}, Layout: paths.Layout{Lower: paths.NMDefaultKeyfile, RunDir: "/run/nm-overlay"}}.WithDefaults()
 	opts := unitOptions(t, o)
 	mountName := o.Layout.MountUnit()
 	mount := opts[mountName]
@@ -90,7 +90,7 @@ func TestUnits(t *testing.T) {
 	expect(mountName, "Unit.DefaultDependencies", "no")
 	expect(mountName, "Unit.Requires", "systemd-tmpfiles-setup.service")
 	expect(mountName, "Unit.After", "systemd-tmpfiles-setup.service")
-	expect(mountName, "Unit.Before", overlay.HelperService+" "+overlay.NMService+" umount.target")
+	expect(mountName, "Unit.Before", paths.HelperService+" "+paths.NMService+" umount.target")
 	expect(mountName, "Unit.Conflicts", "umount.target")
 	expect(mountName, "Mount.What", "overlay")
 	expect(mountName, "Mount.Type", "overlay")
@@ -102,31 +102,31 @@ func TestUnits(t *testing.T) {
 			}
 		}
 	}
-	expect(overlay.HelperService, "Unit.Wants", mountName)
-	expect(overlay.HelperService, "Unit.After", mountName+" systemd-tmpfiles-setup.service "+overlay.OVSDBService)
-	expect(overlay.HelperService, "Unit.Before", overlay.NMService)
-	expect(overlay.HelperService, "Unit.ConditionFileIsExecutable", overlay.HelperBinary)
-	expect(overlay.HelperService, "Service.Type", "oneshot")
-	expect(overlay.HelperService, "Service.RemainAfterExit", "yes")
-	expect(overlay.HelperService, "Service.NotifyAccess", "main")
-	expect(overlay.HelperService, "Service.ExecStart", overlay.HelperBinary+" setup")
+	expect(paths.HelperService, "Unit.Wants", mountName)
+	expect(paths.HelperService, "Unit.After", mountName+" systemd-tmpfiles-setup.service "+paths.OVSDBService)
+	expect(paths.HelperService, "Unit.Before", paths.NMService)
+	expect(paths.HelperService, "Unit.ConditionFileIsExecutable", paths.HelperBinary)
+	expect(paths.HelperService, "Service.Type", "oneshot")
+	expect(paths.HelperService, "Service.RemainAfterExit", "yes")
+	expect(paths.HelperService, "Service.NotifyAccess", "main")
+	expect(paths.HelperService, "Service.ExecStart", paths.HelperBinary+" setup")
 	// The late enable: started when the helper appears, once (a failure must not restart it
 	// in a loop), after a NetworkManager that may be starting.
-	expect(overlay.EnablePath, "Path.PathExists", overlay.HelperBinary)
-	expect(overlay.EnablePath, "Path.Unit", overlay.EnableService)
-	expect(overlay.EnableService, "Unit.After", overlay.HelperService+" "+overlay.NMService)
-	expect(overlay.EnableService, "Unit.ConditionFileIsExecutable", overlay.HelperBinary)
-	expect(overlay.EnableService, "Service.Type", "oneshot")
-	expect(overlay.EnableService, "Service.RemainAfterExit", "yes")
-	expect(overlay.EnableService, "Service.ExecStart", "-"+overlay.HelperBinary+" enable")
-	dropin := overlay.NMService + ".d/" + overlay.NMServiceDropIn
-	expect(dropin, "Unit.Wants", overlay.HelperService+" "+overlay.EnablePath)
-	expect(dropin, "Unit.After", overlay.HelperService)
+	expect(paths.EnablePath, "Path.PathExists", paths.HelperBinary)
+	expect(paths.EnablePath, "Path.Unit", paths.EnableService)
+	expect(paths.EnableService, "Unit.After", paths.HelperService+" "+paths.NMService)
+	expect(paths.EnableService, "Unit.ConditionFileIsExecutable", paths.HelperBinary)
+	expect(paths.EnableService, "Service.Type", "oneshot")
+	expect(paths.EnableService, "Service.RemainAfterExit", "yes")
+	expect(paths.EnableService, "Service.ExecStart", "-"+paths.HelperBinary+" enable")
+	dropin := paths.NMService + ".d/" + paths.NMServiceDropIn
+	expect(dropin, "Unit.Wants", paths.HelperService+" "+paths.EnablePath)
+	expect(dropin, "Unit.After", paths.HelperService)
 	expect(dropin, "Service.EnvironmentFile", "-"+o.Layout.NMEnvFile())
 	if len(opts[dropin]) != 3 {
 		t.Errorf("NetworkManager drop-in sets %v; it must not require the helper or the mount", opts[dropin])
 	}
-	if !strings.Contains(Units(o)[0].Contents, "# RequiredBy="+overlay.NMService) {
+	if !strings.Contains(Units(o)[0].Contents, "# RequiredBy="+paths.NMService) {
 		t.Error("the mount unit does not say why it has no RequiredBy=")
 	}
 }
@@ -138,7 +138,7 @@ func TestApplyAndRemove(t *testing.T) {
 	o := goldenCases[2].opts
 	l := o.WithDefaults().Layout
 	if got, want := slices.Sorted(slices.Values(Paths(o))), slices.Sorted(slices.Values(l.MachineConfigFiles())); !slices.Equal(got, want) {
-		t.Errorf("rendered paths %v, overlay.Layout.MachineConfigFiles %v", got, want)
+		t.Errorf("rendered paths %v, paths.Layout.MachineConfigFiles %v", got, want)
 	}
 	root := t.TempDir()
 	if err := WriteToRoot(root, o); err != nil {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // MachineConfig API identity, the labels this project sets and the object name.
@@ -51,9 +51,9 @@ type Options struct {
 	CustomPools []string
 	// IgnitionVersion of the rendered config; DefaultIgnitionVersion when empty.
 	IgnitionVersion string
-	// Layout of the overlay on the host; overlay.DefaultLayout() when zero.
-	Layout overlay.Layout
-	// SafetyOptions for the mount, a subset of overlay.SafetyOptions; all of them when
+	// Layout of the overlay on the host; paths.DefaultLayout() when zero.
+	Layout paths.Layout
+	// SafetyOptions for the mount, a subset of paths.SafetyOptions; all of them when
 	// nil, none when empty (non-nil).
 	SafetyOptions []string
 }
@@ -63,11 +63,11 @@ func (o Options) WithDefaults() Options {
 	if o.IgnitionVersion == "" {
 		o.IgnitionVersion = DefaultIgnitionVersion
 	}
-	if o.Layout == (overlay.Layout{}) {
-		o.Layout = overlay.DefaultLayout()
+	if o.Layout == (paths.Layout{}) {
+		o.Layout = paths.DefaultLayout()
 	}
 	if o.SafetyOptions == nil {
-		o.SafetyOptions = slices.Clone(overlay.SafetyOptions)
+		o.SafetyOptions = slices.Clone(paths.SafetyOptions)
 	}
 	return o
 }
@@ -112,8 +112,8 @@ func (o Options) Validate() error {
 	}
 	for i, s := range o.SafetyOptions {
 		path := fmt.Sprintf("safetyOptions[%d]", i)
-		if !slices.Contains(overlay.SafetyOptions, s) {
-			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is not one of %v", s, overlay.SafetyOptions)}
+		if !slices.Contains(paths.SafetyOptions, s) {
+			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is not one of %v", s, paths.SafetyOptions)}
 		}
 		if slices.Contains(o.SafetyOptions[:i], s) {
 			return &field.Error{Path: path, Reason: fmt.Sprintf("%q is listed twice", s)}

@@ -19,7 +19,7 @@ import (
 	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -32,8 +32,8 @@ var goldenCases = []struct {
 	{"worker-master-3.4.0.yaml", Options{Pools: []string{"worker", "master"}, IgnitionVersion: "3.4.0"}},
 	{"infra-3.5.0-selinux.yaml", Options{
 		Pools: []string{"infra"}, CustomPools: []string{"infra"}, IgnitionVersion: "3.5.0",
-		Layout: overlay.Layout{
-			Lower:          overlay.NMDefaultKeyfile,
+		Layout: paths.Layout{
+			Lower:          paths.NMDefaultKeyfile,
 			RunDir:         "/run/nm-overlay",
 			SELinuxContext: "system_u:object_r:NetworkManager_etc_rw_t:s0",
 		},
@@ -144,8 +144,8 @@ func checkContents(t *testing.T, config []byte, o Options) {
 	l := o.Layout
 	want := map[string]string{
 		l.KeyfileDropInPath(): l.KeyfileDropInContent(),
-		overlay.TmpfilesConf:  l.TmpfilesContent(),
-		overlay.LayoutFile:    string(l.MarshalLayoutFile()),
+		paths.TmpfilesConf:    l.TmpfilesContent(),
+		paths.LayoutFile:      string(l.MarshalLayoutFile()),
 	}
 	if len(cfg.Storage.Files) != len(want) {
 		t.Errorf("%d files, want %d", len(cfg.Storage.Files), len(want))
@@ -177,7 +177,7 @@ func checkContents(t *testing.T, config []byte, o Options) {
 	if len(units) != 5 {
 		t.Errorf("units %v, want 5", units)
 	}
-	for _, name := range []string{l.MountUnit(), overlay.HelperService, overlay.EnablePath, overlay.EnableService, overlay.NMService} {
+	for _, name := range []string{l.MountUnit(), paths.HelperService, paths.EnablePath, paths.EnableService, paths.NMService} {
 		if !units[name] {
 			t.Errorf("unit %s missing", name)
 		}
@@ -192,7 +192,7 @@ func TestDataURLRoundTrip(t *testing.T) {
 		"a b+c%20d\n",
 		"path=/run/x,y;z?q#frag&k=v\t\\\"'\n",
 		"unicode: é ✓ \x00\xff\n",
-		overlay.DefaultLayout().TmpfilesContent(),
+		paths.DefaultLayout().TmpfilesContent(),
 	} {
 		u := dataURL(s)
 		if strings.Contains(u, "+") || strings.Contains(u, " ") {
@@ -226,8 +226,8 @@ func TestIgnitionVersion(t *testing.T) {
 }
 
 func TestRenderRejects(t *testing.T) {
-	good := overlay.DefaultLayout()
-	layout := func(mod func(*overlay.Layout)) overlay.Layout { l := good; mod(&l); return l }
+	good := paths.DefaultLayout()
+	layout := func(mod func(*paths.Layout)) paths.Layout { l := good; mod(&l); return l }
 	worker := []string{"worker"}
 	for _, tc := range []struct {
 		name          string
@@ -248,15 +248,15 @@ func TestRenderRejects(t *testing.T) {
 		{"ignition 3.1.0", Options{Pools: worker, IgnitionVersion: "3.1.0"}, "ignitionVersion", "not supported"},
 		{"ignition 2.2.0", Options{Pools: worker, IgnitionVersion: "2.2.0"}, "ignitionVersion", "not supported"},
 		{"ignition banana", Options{Pools: worker, IgnitionVersion: "banana"}, "ignitionVersion", "not supported"},
-		{"relative run dir", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "run/x" })}, "layout.runDir", "not an absolute path"},
-		{"run dir under /tmp", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/tmp/x" })}, "layout.runDir", "under /tmp"},
-		{"run dir in /run/NetworkManager", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run/NetworkManager/x" })}, "layout.runDir", "NetworkManager's runtime dir"},
-		{"run dir /run", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run" })}, "layout.runDir", "below /run"},
-		{"run dir with comma", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.RunDir = "/run/a,b" })}, "layout.runDir", "cannot carry"},
-		{"lower under /run", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.Lower = "/run/keyfiles" })}, "layout.lower", "not persistent"},
-		{"lower not clean", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.Lower = "/etc/NetworkManager/../x" })}, "layout.lower", "not a clean path"},
-		{"bad selinux context", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.SELinuxContext = "etc_t" })}, "layout.selinuxContext", "not an SELinux context"},
-		{"selinux context with comma", Options{Pools: worker, Layout: layout(func(l *overlay.Layout) { l.SELinuxContext = "a:b:c:s0:c1,c2" })}, "layout.selinuxContext", "commas"},
+		{"relative run dir", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.RunDir = "run/x" })}, "layout.runDir", "not an absolute path"},
+		{"run dir under /tmp", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.RunDir = "/tmp/x" })}, "layout.runDir", "under /tmp"},
+		{"run dir in /run/NetworkManager", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.RunDir = "/run/NetworkManager/x" })}, "layout.runDir", "NetworkManager's runtime dir"},
+		{"run dir /run", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.RunDir = "/run" })}, "layout.runDir", "below /run"},
+		{"run dir with comma", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.RunDir = "/run/a,b" })}, "layout.runDir", "cannot carry"},
+		{"lower under /run", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.Lower = "/run/keyfiles" })}, "layout.lower", "not persistent"},
+		{"lower not clean", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.Lower = "/etc/NetworkManager/../x" })}, "layout.lower", "not a clean path"},
+		{"bad selinux context", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.SELinuxContext = "etc_t" })}, "layout.selinuxContext", "not an SELinux context"},
+		{"selinux context with comma", Options{Pools: worker, Layout: layout(func(l *paths.Layout) { l.SELinuxContext = "a:b:c:s0:c1,c2" })}, "layout.selinuxContext", "commas"},
 		{"unknown safety option", Options{Pools: worker, SafetyOptions: []string{"index=off", "volatile"}}, "safetyOptions[1]", `"volatile" is not one of`},
 		{"duplicate safety option", Options{Pools: worker, SafetyOptions: []string{"index=off", "index=off"}}, "safetyOptions[1]", "listed twice"},
 	} {

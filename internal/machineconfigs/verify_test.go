@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // systemdAnalyze finds systemd-analyze. Under CI=true its absence fails the test: the tier
@@ -43,15 +43,15 @@ func systemdAnalyze(t *testing.T) string {
 // own unit files.
 func analyzeVerify(t *testing.T, analyze, root string, o Options) []string {
 	t.Helper()
-	unitDir := filepath.Join(root, overlay.SystemdUnitDir)
+	unitDir := filepath.Join(root, paths.SystemdUnitDir)
 	names := []string{}
 	for _, u := range Units(o) {
 		names = append(names, u.Name)
 	}
-	if !hostHasUnit(t, analyze, overlay.NMService) {
+	if !hostHasUnit(t, analyze, paths.NMService) {
 		// A stand-in, so that the drop-in is loaded and checked on hosts without NetworkManager.
 		stub := "[Unit]\nDescription=stand-in for the test\n\n[Service]\nExecStart=" + analyze + " --version\n"
-		if err := os.WriteFile(filepath.Join(unitDir, overlay.NMService), []byte(stub), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(unitDir, paths.NMService), []byte(stub), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +61,7 @@ func analyzeVerify(t *testing.T, analyze, root string, o Options) []string {
 	t.Logf("systemd-analyze verify --man=no %s: %v\n%s", strings.Join(names, " "), err, out)
 
 	l := o.WithDefaults().Layout
-	helperMissing := !isExecutable(overlay.HelperBinary)
+	helperMissing := !isExecutable(paths.HelperBinary)
 	notExecutable := regexp.MustCompile(`^(\S+): Command (\S+) is not executable`)
 	var problems []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -70,18 +70,18 @@ func analyzeVerify(t *testing.T, analyze, root string, o Options) []string {
 			continue
 		}
 		if m := notExecutable.FindStringSubmatch(line); m != nil {
-			if m[1] == overlay.HelperService && m[2] == overlay.HelperBinary && helperMissing {
+			if m[1] == paths.HelperService && m[2] == paths.HelperBinary && helperMissing {
 				continue // the helper is not installed on this host
 			}
-			if m[1] == overlay.NMService {
+			if m[1] == paths.NMService {
 				continue // the host's NetworkManager.service, not ours
 			}
 		}
 		ours := strings.Contains(line, root) ||
 			strings.Contains(line, l.MountUnit()) ||
-			strings.Contains(line, overlay.HelperService) ||
-			strings.HasPrefix(line, overlay.NMService+":") ||
-			strings.Contains(line, "Unit "+overlay.NMService)
+			strings.Contains(line, paths.HelperService) ||
+			strings.HasPrefix(line, paths.NMService+":") ||
+			strings.Contains(line, "Unit "+paths.NMService)
 		if ours {
 			problems = append(problems, line)
 		}
@@ -139,15 +139,15 @@ func TestSystemdAnalyzeVerifyCatches(t *testing.T) {
 		name, path, old, new string
 	}{
 		{"Where= does not match the unit name", l.MountUnit(), "Where=" + l.Merged(), "Where=" + l.Merged() + "x"},
-		{"unknown key in the helper", overlay.HelperService, "RemainAfterExit=yes", "RemainAfterExit=yes\nRemainAfterExt=yes"},
-		{"unknown key in the NetworkManager drop-in", overlay.NMService + ".d/" + overlay.NMServiceDropIn, "[Service]", "[Service]\nEnvironmentFiles=x"},
+		{"unknown key in the helper", paths.HelperService, "RemainAfterExit=yes", "RemainAfterExit=yes\nRemainAfterExt=yes"},
+		{"unknown key in the NetworkManager drop-in", paths.NMService + ".d/" + paths.NMServiceDropIn, "[Service]", "[Service]\nEnvironmentFiles=x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			if err := WriteToRoot(root, o); err != nil {
 				t.Fatal(err)
 			}
-			p := filepath.Join(root, overlay.SystemdUnitDir, tc.path)
+			p := filepath.Join(root, paths.SystemdUnitDir, tc.path)
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)

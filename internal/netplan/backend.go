@@ -16,9 +16,9 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -51,7 +51,7 @@ type Host struct {
 	// Root is the host's root dir as this process sees it: "/" for a process on the
 	// host, the hostPath mount of / in a pod.
 	Root string
-	// Scratch is a dir of the host's the backend owns, on tmpfs (overlay.Layout's
+	// Scratch is a dir of the host's the backend owns, on tmpfs (paths.Layout's
 	// NetplanScratch): netplan's parser checks policies there, on a copy of the node's
 	// configuration, before anything is written where it counts.
 	Scratch string
@@ -300,7 +300,7 @@ func (h Host) install(ctx context.Context, files map[string][]byte) error {
 			continue
 		}
 		// netplan warns about a configuration others can read: 0600.
-		if err := overlay.WriteFileAtomic(filepath.Join(dir, name), content, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, name), content, 0o600); err != nil {
 			return err
 		}
 	}

@@ -10,8 +10,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
-
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 )
 
@@ -127,7 +126,7 @@ func (r record) write(id checkpointID) error {
 		return nil
 	}
 	b, _ := json.Marshal(id)
-	return overlay.WriteFileAtomic(string(r), b, 0o600)
+	return atomicfile.Write(string(r), b, 0o600)
 }
 
 func (r record) clear() error {

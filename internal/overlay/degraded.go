@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // Degraded is the content of the degraded marker: why this boot's overlay is not in use.
@@ -16,21 +19,12 @@ type Degraded struct {
 	Since  *time.Time `json:"since,omitempty"`
 }
 
-// ReasonNotVerified is the marker tmpfiles writes at boot; only a verified setup removes it.
-const ReasonNotVerified = "nm-overlay has not verified the keyfile overlay in this boot (helper not installed, not run, or failed before writing a reason); NetworkManager uses the persistent keyfile dir"
-
 // ReasonRestartPending is the marker setup leaves when it enabled the overlay under a
 // running NetworkManager: that NetworkManager still uses the persistent keyfile dir.
 const ReasonRestartPending = "the keyfile overlay is verified and enabled, but the running NetworkManager started before and uses the persistent keyfile dir until it restarts (nm-overlay enable restarts it)"
 
-// NotVerifiedMarker is the marker's boot-time content.
-func NotVerifiedMarker() []byte {
-	b, _ := json.Marshal(Degraded{Reason: ReasonNotVerified})
-	return b
-}
-
 // ReadDegraded returns the host's degraded marker, or nil when the overlay is verified.
-func ReadDegraded(l Layout) (*Degraded, error) {
+func ReadDegraded(l paths.Layout) (*Degraded, error) {
 	b, err := os.ReadFile(l.DegradedMarker())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -46,7 +40,7 @@ func ReadDegraded(l Layout) (*Degraded, error) {
 	return d, nil
 }
 
-func writeDegraded(l Layout, d Degraded) error {
+func writeDegraded(l paths.Layout, d Degraded) error {
 	now := time.Now().UTC().Truncate(time.Second)
 	d.Since = &now
 	b, err := json.MarshalIndent(d, "", "  ")
@@ -56,7 +50,7 @@ func writeDegraded(l Layout, d Degraded) error {
 	if err := os.MkdirAll(l.RunDir, 0o700); err != nil {
 		return err
 	}
-	return WriteFileAtomic(l.DegradedMarker(), append(b, '\n'), 0o644)
+	return atomicfile.Write(l.DegradedMarker(), append(b, '\n'), 0o644)
 }
 
 // ReasonNotSetUp is why a node on which nm-overlay never ran refuses policies: no
@@ -69,7 +63,7 @@ const ReasonNotSetUp = "no keyfile overlay on this node: neither a degraded mark
 // (the MachineConfig is not applied), or a write into the lower dir since setup (what
 // overlayfs then shows is undefined). The handler asks before each pass and the
 // NodeNetworkState reports it.
-func InUse(l Layout) (string, error) {
+func InUse(l paths.Layout) (string, error) {
 	d, err := ReadDegraded(l)
 	if err != nil {
 		return "", err

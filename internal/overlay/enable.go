@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // EnableAction is what `nm-overlay enable` does on a host, decided from its state.
@@ -40,7 +42,7 @@ func DecideEnable(marker *Degraded, upperEntries int) (EnableAction, string) {
 // needed. The degraded marker stays until NetworkManager runs on the merged dir: the
 // handler refuses policies until then. restartNM restarts NetworkManager and returns once
 // it runs again. It returns the action taken and the final report.
-func Enable(ctx context.Context, l Layout, nmc NMConfig, restartNM func(context.Context) error) (EnableAction, Report, error) {
+func Enable(ctx context.Context, l paths.Layout, nmc NMConfig, restartNM func(context.Context) error) (EnableAction, Report, error) {
 	marker, err := ReadDegraded(l)
 	if err != nil {
 		return EnableRefuse, Report{Layout: l}, err
@@ -65,7 +67,7 @@ func Enable(ctx context.Context, l Layout, nmc NMConfig, restartNM func(context.
 		return action, r, err
 	}
 	if err := restartNM(ctx); err != nil {
-		r := Report{Layout: l, Checks: []Check{{Name: CheckNMRunning, Detail: "restarting " + NMService + ": " + err.Error()}}}
+		r := Report{Layout: l, Checks: []Check{{Name: CheckNMRunning, Detail: "restarting " + paths.NMService + ": " + err.Error()}}}
 		return action, r, degradeWith(l, r)
 	}
 	// Setup again, to clear the marker, once NetworkManager answers with what it loaded:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 func TestDecideEnable(t *testing.T) {
@@ -16,10 +18,10 @@ func TestDecideEnable(t *testing.T) {
 	}{
 		{"verified at boot", nil, 0, EnableNothing, "in use"},
 		{"verified at boot, policies applied since", nil, 3, EnableNothing, "in use"},
-		{"helper installed after NetworkManager started", &Degraded{Reason: ReasonNotVerified}, 0, EnableSetUp, "has not verified"},
+		{"helper installed after NetworkManager started", &Degraded{Reason: paths.ReasonNotVerified}, 0, EnableSetUp, "has not verified"},
 		{"setup failed at boot, fixed since", &Degraded{Reason: "upper-on-tmpfs: /run/x is not on tmpfs"}, 0, EnableSetUp, "upper-on-tmpfs"},
 		{"enabled, NetworkManager not restarted", &Degraded{Reason: ReasonRestartPending}, 0, EnableSetUp, "until it restarts"},
-		{"something wrote into the unused tmpfs layer", &Degraded{Reason: ReasonNotVerified}, 1, EnableRefuse, "holds 1 entries"},
+		{"something wrote into the unused tmpfs layer", &Degraded{Reason: paths.ReasonNotVerified}, 1, EnableRefuse, "holds 1 entries"},
 		{"restart pending with files in the layer", &Degraded{Reason: ReasonRestartPending}, 2, EnableRefuse, "reboot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,47 +7,9 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
-)
 
-// WriteFileAtomic replaces path with data in one rename, so a crash never leaves half a
-// file; the data is synced before the rename and the directory after it (MCO's file
-// writers do the same), so the new name never points at blocks not yet written and the
-// rename itself survives a power cut.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	// The rename is durable only once the directory is on disk too (as MCO's writer does).
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
-}
+	"github.com/nmoverlay/nmoverlay/internal/paths"
+)
 
 func removeIfExists(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -83,7 +45,7 @@ func mountAt(path string) (*mountinfo.Info, error) {
 	return mounts[len(mounts)-1], nil
 }
 
-// KernelSafetyOptions returns the SafetyOptions the running kernel's overlayfs knows,
+// KernelSafetyOptions returns the paths.SafetyOptions the running kernel's overlayfs knows,
 // judged by its module parameters (present for built-in overlayfs too).
 func KernelSafetyOptions() []string {
 	param := map[string]string{
@@ -93,7 +55,7 @@ func KernelSafetyOptions() []string {
 		"xino=off":         "xino_auto",
 	}
 	var known []string
-	for _, o := range SafetyOptions {
+	for _, o := range paths.SafetyOptions {
 		if _, err := os.Stat(filepath.Join("/sys/module/overlay/parameters", param[o])); err == nil {
 			known = append(known, o)
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -84,5 +85,5 @@ func saveManifest(path string, m Manifest) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, b, 0o600)
+	return atomicfile.Write(path, b, 0o600)
 }

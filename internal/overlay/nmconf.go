@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // NMConfig locates NetworkManager's configuration files. The zero value is NetworkManager's
@@ -21,16 +23,16 @@ type NMConfig struct {
 
 func (c NMConfig) withDefaults() NMConfig {
 	if c.Main == "" {
-		c.Main = NMMainConf
+		c.Main = paths.NMMainConf
 	}
 	if c.ConfDir == "" {
-		c.ConfDir = NMConfDir
+		c.ConfDir = paths.NMConfDir
 	}
 	if c.RunDir == "" {
-		c.RunDir = NMRunConfDir
+		c.RunDir = paths.NMRunConfDir
 	}
 	if c.SystemDir == "" {
-		c.SystemDir = NMSystemConfDir
+		c.SystemDir = paths.NMSystemConfDir
 	}
 	return c
 }
@@ -81,7 +83,7 @@ func (c NMConfig) EffectiveKeyfilePath(enableTag string) (KeyfilePath, error) {
 	}
 	order = append(order, etc...)
 
-	res := KeyfilePath{Path: NMDefaultKeyfile}
+	res := KeyfilePath{Path: paths.NMDefaultKeyfile}
 	for _, f := range order {
 		kf, err := parseKeyfile(f)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -15,15 +16,15 @@ func TestConfigEnabled(t *testing.T) {
 		want       bool
 	}{
 		{"", "", true},
-		{"false", EnableTag, false},
+		{"false", paths.EnableTag, false},
 		{"true", "", true},
-		{"env:" + EnableTag, "", false},
-		{"env:" + EnableTag, EnableTag, true},
-		{"env:" + EnableTag, "other", false},
-		{"env:a,env:" + EnableTag, EnableTag, true},
-		{"except:env:" + EnableTag, EnableTag, false},
-		{"except:env:" + EnableTag, "", true},
-		{"env:" + EnableTag + ",except:env:x", EnableTag, true},
+		{"env:" + paths.EnableTag, "", false},
+		{"env:" + paths.EnableTag, paths.EnableTag, true},
+		{"env:" + paths.EnableTag, "other", false},
+		{"env:a,env:" + paths.EnableTag, paths.EnableTag, true},
+		{"except:env:" + paths.EnableTag, paths.EnableTag, false},
+		{"except:env:" + paths.EnableTag, "", true},
+		{"env:" + paths.EnableTag + ",except:env:x", paths.EnableTag, true},
 	} {
 		if got := configEnabled(tc.value, tc.tag); got != tc.want {
 			t.Errorf("configEnabled(%q, %q) = %v, want %v", tc.value, tc.tag, got, tc.want)
@@ -41,13 +42,13 @@ type nmConfigScenario struct {
 }
 
 func nmConfigScenarios() []nmConfigScenario {
-	l := DefaultLayout()
+	l := paths.DefaultLayout()
 	overlayDropIn := map[string]string{
-		"etc/conf.d/" + KeyfileDropIn:  l.KeyfileDropInContent(),
-		"run/" + PersistentDropIn:      l.PersistentDropInContent(),
-		"etc/NetworkManager.conf":      "[main]\nplugins=keyfile\n",
-		"lib/00-vendor.conf":           "[main]\ndns=none\n",
-		"etc/conf.d/10-unrelated.conf": "[logging]\nlevel=INFO\n",
+		"etc/conf.d/" + paths.KeyfileDropIn: l.KeyfileDropInContent(),
+		"run/" + paths.PersistentDropIn:     l.PersistentDropInContent(),
+		"etc/NetworkManager.conf":           "[main]\nplugins=keyfile\n",
+		"lib/00-vendor.conf":                "[main]\ndns=none\n",
+		"etc/conf.d/10-unrelated.conf":      "[logging]\nlevel=INFO\n",
 	}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
@@ -60,17 +61,17 @@ func nmConfigScenarios() []nmConfigScenario {
 		return m
 	}
 	return []nmConfigScenario{
-		{"no configuration", map[string]string{}, "", NMDefaultKeyfile},
-		{"overlay verified", overlayDropIn, EnableTag, l.Merged()},
+		{"no configuration", map[string]string{}, "", paths.NMDefaultKeyfile},
+		{"overlay verified", overlayDropIn, paths.EnableTag, l.Merged()},
 		{"overlay not verified: persistent drop-in", overlayDropIn, "", l.Lower},
-		{"later /etc drop-in overrides", with(map[string]string{"etc/conf.d/99-admin.conf": "[keyfile]\npath=/var/lib/admin\n"}), EnableTag, "/var/lib/admin"},
-		{"earlier /etc drop-in is overridden", with(map[string]string{"etc/conf.d/50-admin.conf": "[keyfile]\npath=/var/lib/admin\n"}), EnableTag, l.Merged()},
-		{"a /run drop-in cannot override /etc", with(map[string]string{"run/99-late.conf": "[keyfile]\npath=/var/lib/run\n"}), EnableTag, l.Merged()},
+		{"later /etc drop-in overrides", with(map[string]string{"etc/conf.d/99-admin.conf": "[keyfile]\npath=/var/lib/admin\n"}), paths.EnableTag, "/var/lib/admin"},
+		{"earlier /etc drop-in is overridden", with(map[string]string{"etc/conf.d/50-admin.conf": "[keyfile]\npath=/var/lib/admin\n"}), paths.EnableTag, l.Merged()},
+		{"a /run drop-in cannot override /etc", with(map[string]string{"run/99-late.conf": "[keyfile]\npath=/var/lib/run\n"}), paths.EnableTag, l.Merged()},
 		{"NetworkManager.conf is read after /run", with(map[string]string{"etc/NetworkManager.conf": "[keyfile]\npath=/var/lib/main\n"}), "", "/var/lib/main"},
-		{"/etc shadows /run of the same name", with(map[string]string{"etc/conf.d/" + PersistentDropIn: "[logging]\nlevel=INFO\n"}), "", NMDefaultKeyfile},
-		{"/run shadows /usr/lib of the same name", map[string]string{"lib/50-x.conf": "[keyfile]\npath=/var/lib/lib\n", "run/50-x.conf": "[main]\ndns=none\n"}, "", NMDefaultKeyfile},
-		{"disabled file is skipped", map[string]string{"etc/conf.d/50-x.conf": "[.config]\nenable=false\n[keyfile]\npath=/var/lib/x\n"}, "", NMDefaultKeyfile},
-		{"not .conf is ignored", map[string]string{"etc/conf.d/50-x.conf.bak": "[keyfile]\npath=/var/lib/x\n"}, "", NMDefaultKeyfile},
+		{"/etc shadows /run of the same name", with(map[string]string{"etc/conf.d/" + paths.PersistentDropIn: "[logging]\nlevel=INFO\n"}), "", paths.NMDefaultKeyfile},
+		{"/run shadows /usr/lib of the same name", map[string]string{"lib/50-x.conf": "[keyfile]\npath=/var/lib/lib\n", "run/50-x.conf": "[main]\ndns=none\n"}, "", paths.NMDefaultKeyfile},
+		{"disabled file is skipped", map[string]string{"etc/conf.d/50-x.conf": "[.config]\nenable=false\n[keyfile]\npath=/var/lib/x\n"}, "", paths.NMDefaultKeyfile},
+		{"not .conf is ignored", map[string]string{"etc/conf.d/50-x.conf.bak": "[keyfile]\npath=/var/lib/x\n"}, "", paths.NMDefaultKeyfile},
 	}
 }
 
@@ -137,7 +138,7 @@ func TestEffectiveKeyfilePathMatchesNetworkManager(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			printed := nmhost.KeyfilePathFromPrintConfig(string(out), NMDefaultKeyfile)
+			printed := nmhost.KeyfilePathFromPrintConfig(string(out), paths.NMDefaultKeyfile)
 			kp, err := c.EffectiveKeyfilePath(s.tag)
 			if err != nil {
 				t.Fatal(err)

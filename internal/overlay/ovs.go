@@ -9,10 +9,6 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
 )
 
-// OVSDBService is Open vSwitch's database unit: the helper runs after it, so that it can
-// remove at boot the OVN bridge mappings nmoverlay made in an earlier one.
-const OVSDBService = "ovsdb-server.service"
-
 // CheckBridgeMappings names the boot's removal of nmoverlay's OVN bridge mappings.
 const CheckBridgeMappings = "ovn-bridge-mappings"
 

@@ -9,8 +9,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // ErrDegraded is returned when the overlay could not be set up or verified; the host then
@@ -20,7 +22,7 @@ var ErrDegraded = errors.New("keyfile overlay degraded")
 // Setup prepares and verifies the overlay, then enables it for NetworkManager. It is
 // idempotent: what exists and is right is left alone. On any failure it degrades the host
 // (Degrade) and returns the report with ErrDegraded.
-func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
+func Setup(ctx context.Context, l paths.Layout, nmc NMConfig) (Report, error) {
 	if err := l.Validate(); err != nil {
 		r := Report{Layout: l, Checks: []Check{{Name: CheckLayout, Detail: err.Error()}}}
 		return r, degradeWith(l, r)
@@ -55,7 +57,7 @@ func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
 		return r, degradeWith(l, r)
 	}
 	enabledBefore := fileExists(l.NMEnvFile())
-	if err := WriteFileAtomic(l.NMEnvFile(), []byte(NMEnvContent()), 0o644); err != nil {
+	if err := atomicfile.Write(l.NMEnvFile(), []byte(paths.NMEnvContent()), 0o644); err != nil {
 		r.OK = false
 		r.Checks = append(r.Checks, Check{Name: CheckNMEnabled, Detail: err.Error()})
 		return r, degradeWith(l, r)
@@ -82,7 +84,7 @@ func Setup(ctx context.Context, l Layout, nmc NMConfig) (Report, error) {
 
 // runsOnMerged says whether the running NetworkManager loaded its profiles from the merged
 // dir only (it restarted since the overlay was enabled).
-func runsOnMerged(ctx context.Context, l Layout) bool {
+func runsOnMerged(ctx context.Context, l paths.Layout) bool {
 	ok := false
 	verifyRunningNM(ctx, l, func(_ string, passed bool, _ string, _ ...any) { ok = passed })
 	return ok
@@ -98,7 +100,7 @@ func nmRunning(ctx context.Context) (bool, error) {
 }
 
 // prepare makes upper and work exist on tmpfs and mounts the overlay if the mount unit did not.
-func prepare(l Layout) error {
+func prepare(l paths.Layout) error {
 	if m, err := mountAt(l.Merged()); err != nil {
 		return err
 	} else if m != nil {
@@ -124,15 +126,15 @@ func prepare(l Layout) error {
 }
 
 // recordBootID copies the kernel's boot ID to l.BootIDFile, for the handler.
-func recordBootID(l Layout) error {
-	id, err := os.ReadFile(KernelBootIDFile)
+func recordBootID(l paths.Layout) error {
+	id, err := os.ReadFile(paths.KernelBootIDFile)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(l.BootIDFile(), id, 0o644)
+	return atomicfile.Write(l.BootIDFile(), id, 0o644)
 }
 
-func mountOverlay(l Layout) error {
+func mountOverlay(l paths.Layout) error {
 	opts := l.MountOptions(KernelSafetyOptions())
 	if err := unix.Mount("overlay", l.Merged(), "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount -t overlay -o %s overlay %s: %w", opts, l.Merged(), err)
@@ -143,15 +145,15 @@ func mountOverlay(l Layout) error {
 // Degrade puts NetworkManager on the persistent keyfile dir for its next start and records
 // why. It is what the tmpfiles defaults already say at boot; the helper repeats it so that a
 // setup that fails later in a boot (or after a reset) leaves the same state.
-func Degrade(l Layout, d Degraded) error {
+func Degrade(l paths.Layout, d Degraded) error {
 	var errs []error
 	errs = append(errs, removeIfExists(l.NMEnvFile()))
-	errs = append(errs, WriteFileAtomic(l.PersistentDropInPath(), []byte(l.PersistentDropInContent()), 0o644))
+	errs = append(errs, atomicfile.Write(l.PersistentDropInPath(), []byte(l.PersistentDropInContent()), 0o644))
 	errs = append(errs, writeDegraded(l, d))
 	return errors.Join(errs...)
 }
 
-func degradeWith(l Layout, r Report) error {
+func degradeWith(l paths.Layout, r Report) error {
 	failed := r.Failed()
 	if err := Degrade(l, Degraded{Reason: r.Reason(), Failed: failed}); err != nil {
 		return fmt.Errorf("%w: %s (and degrading failed: %v)", ErrDegraded, r.Reason(), err)
@@ -163,7 +165,7 @@ func degradeWith(l Layout, r Report) error {
 // work are emptied, the overlay is mounted again and NetworkManager reloads its profiles.
 // It refuses unless the overlay verifies, so it never empties a directory it does not own.
 // It returns what was dropped.
-func Reset(ctx context.Context, l Layout, nmc NMConfig) ([]ProfileChange, error) {
+func Reset(ctx context.Context, l paths.Layout, nmc NMConfig) ([]ProfileChange, error) {
 	if r := Verify(ctx, l, VerifyOptions{NMConfig: nmc}); !r.OK {
 		return nil, fmt.Errorf("refusing to reset an overlay that does not verify: %s", r.Reason())
 	}
@@ -207,7 +209,7 @@ func Reset(ctx context.Context, l Layout, nmc NMConfig) ([]ProfileChange, error)
 // keepNetwork is the last resort when the overlay cannot be mounted again under a running
 // NetworkManager: the persistent dir is bind-mounted at the merged path, so NetworkManager
 // still finds its persistent profiles, and the host is marked degraded.
-func keepNetwork(l Layout, cause error) error {
+func keepNetwork(l paths.Layout, cause error) error {
 	if err := unix.Mount(l.Lower, l.Merged(), "", unix.MS_BIND, ""); err != nil {
 		cause = fmt.Errorf("%w; binding %s at %s also failed: %v", cause, l.Lower, l.Merged(), err)
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // Change is what the upper layer does to one entry of the lower layer.
@@ -35,7 +37,7 @@ type ProfileChange struct {
 
 // Status lists what the upper layer adds, modifies and hides relative to lower, sorted by file.
 // It reads the layers directly, so it works whether or not NetworkManager runs.
-func Status(l Layout) ([]ProfileChange, error) {
+func Status(l paths.Layout) ([]ProfileChange, error) {
 	changes := []ProfileChange{}
 	upper := l.Upper()
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {

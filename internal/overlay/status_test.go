@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 func TestManifestDiff(t *testing.T) {
@@ -59,7 +61,7 @@ func TestStatusClassifies(t *testing.T) {
 		requireInCI(t, "mknod of a whiteout needs root")
 	}
 	root := t.TempDir()
-	l := Layout{Lower: filepath.Join(root, "lower"), RunDir: filepath.Join(root, "run")}
+	l := paths.Layout{Lower: filepath.Join(root, "lower"), RunDir: filepath.Join(root, "run")}
 	for _, d := range []string{l.Lower, l.Upper()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)

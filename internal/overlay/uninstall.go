@@ -8,33 +8,15 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
-
-// MachineConfigFiles are the host paths the MachineConfig writes; MCO owns them, so only
-// removing the MachineConfig may remove them (a helper that touches them degrades the node).
-func (l Layout) MachineConfigFiles() []string {
-	return []string{
-		l.KeyfileDropInPath(),
-		TmpfilesConf,
-		LayoutFile,
-		filepath.Join(SystemdUnitDir, l.MountUnit()),
-		filepath.Join(SystemdUnitDir, HelperService),
-		filepath.Join(SystemdUnitDir, EnablePath),
-		filepath.Join(SystemdUnitDir, EnableService),
-		l.NMServiceDropInPath(),
-	}
-}
-
-// NMServiceDropInPath is the NetworkManager.service drop-in the MachineConfig writes.
-func (l Layout) NMServiceDropInPath() string {
-	return filepath.Join(SystemdUnitDir, NMService+".d", NMServiceDropIn)
-}
 
 // Leftovers lists what of the overlay is still on the host: MachineConfig files, this
 // boot's state, the helper binary and an empty drop-in dir. Empty after a clean removal.
-func Leftovers(l Layout) []string {
+func Leftovers(l paths.Layout) []string {
 	var left []string
-	for _, p := range append(l.MachineConfigFiles(), l.RunDir, l.PersistentDropInPath(), HelperBinary) {
+	for _, p := range append(l.MachineConfigFiles(), l.RunDir, l.PersistentDropInPath(), paths.HelperBinary) {
 		if _, err := os.Lstat(p); err == nil {
 			left = append(left, p)
 		}
@@ -49,7 +31,7 @@ func Leftovers(l Layout) []string {
 // /run, the /run drop-in, an empty NetworkManager.service.d and (unless keepBinary) the
 // helper. It refuses while any MachineConfig file is still present: remove the
 // MachineConfig first and let the pool roll out.
-func Uninstall(l Layout, keepBinary bool) ([]string, error) {
+func Uninstall(l paths.Layout, keepBinary bool) ([]string, error) {
 	var owned []string
 	for _, p := range l.MachineConfigFiles() {
 		if _, err := os.Lstat(p); err == nil {
@@ -72,7 +54,7 @@ func Uninstall(l Layout, keepBinary bool) ([]string, error) {
 	}
 	targets := []string{l.RunDir, l.PersistentDropInPath()}
 	if !keepBinary {
-		targets = append(targets, HelperBinary)
+		targets = append(targets, paths.HelperBinary)
 	}
 	for _, p := range targets {
 		if _, err := os.Lstat(p); err != nil {

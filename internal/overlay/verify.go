@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // Check is one verified property of the overlay.
@@ -33,9 +34,9 @@ const (
 
 // Report is the result of Verify.
 type Report struct {
-	OK     bool    `json:"ok"`
-	Layout Layout  `json:"layout"`
-	Checks []Check `json:"checks"`
+	OK     bool         `json:"ok"`
+	Layout paths.Layout `json:"layout"`
+	Checks []Check      `json:"checks"`
 }
 
 // Failed lists the checks that did not pass.
@@ -69,7 +70,7 @@ type VerifyOptions struct {
 
 // Verify checks that the overlay is what l describes and that NetworkManager uses it.
 // It never changes the host.
-func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
+func Verify(ctx context.Context, l paths.Layout, opts VerifyOptions) Report {
 	r := Report{Layout: l}
 	add := func(name string, ok bool, format string, args ...any) {
 		r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -110,7 +111,7 @@ func Verify(ctx context.Context, l Layout, opts VerifyOptions) Report {
 
 // verifyMount checks that an overlay is mounted at the merged dir, and with the layout's
 // layers.
-func verifyMount(l Layout, add func(string, bool, string, ...any)) {
+func verifyMount(l paths.Layout, add func(string, bool, string, ...any)) {
 	m, err := mountAt(l.Merged())
 	switch {
 	case err != nil:
@@ -127,7 +128,7 @@ func verifyMount(l Layout, add func(string, bool, string, ...any)) {
 
 // verifyTmpfs checks that the upper and work dirs are on tmpfs, so that what is written
 // to the overlay does not outlive a reboot.
-func verifyTmpfs(l Layout, add func(string, bool, string, ...any)) {
+func verifyTmpfs(l paths.Layout, add func(string, bool, string, ...any)) {
 	tmpfsOK, detail := true, []string{}
 	for _, d := range []string{l.Upper(), l.Work()} {
 		ok, err := onTmpfs(d)
@@ -149,10 +150,10 @@ func verifyTmpfs(l Layout, add func(string, bool, string, ...any)) {
 // verifyNMConfig checks that NetworkManager's configuration makes the merged dir its
 // keyfile path: as it is (enabled says whether the enable file is there), or, before
 // enabling, as it will be once the enable tag is set.
-func verifyNMConfig(l Layout, opts VerifyOptions, enabled bool, add func(string, bool, string, ...any)) {
+func verifyNMConfig(l paths.Layout, opts VerifyOptions, enabled bool, add func(string, bool, string, ...any)) {
 	tag := ""
 	if enabled || opts.BeforeEnable {
-		tag = EnableTag
+		tag = paths.EnableTag
 	}
 	kp, err := opts.NMConfig.EffectiveKeyfilePath(tag)
 	switch {
@@ -171,11 +172,11 @@ func verifyNMConfig(l Layout, opts VerifyOptions, enabled bool, add func(string,
 
 // verifyEnabled checks that the enable file is there (enabled) and that no degraded
 // marker is.
-func verifyEnabled(l Layout, enabled bool, add func(string, bool, string, ...any)) {
+func verifyEnabled(l paths.Layout, enabled bool, add func(string, bool, string, ...any)) {
 	if enabled {
-		add(CheckNMEnabled, true, "%s enables %s", l.NMEnvFile(), KeyfileDropIn)
+		add(CheckNMEnabled, true, "%s enables %s", l.NMEnvFile(), paths.KeyfileDropIn)
 	} else {
-		add(CheckNMEnabled, false, "%s is missing: NetworkManager does not read %s", l.NMEnvFile(), KeyfileDropIn)
+		add(CheckNMEnabled, false, "%s is missing: NetworkManager does not read %s", l.NMEnvFile(), paths.KeyfileDropIn)
 	}
 	if d, err := ReadDegraded(l); err != nil || d != nil {
 		reason := "unreadable"
@@ -188,7 +189,7 @@ func verifyEnabled(l Layout, enabled bool, add func(string, bool, string, ...any
 
 // verifyRunningNM checks where a running NetworkManager actually loaded its profiles from:
 // its configuration is read at start, so the files alone do not prove it.
-func verifyRunningNM(ctx context.Context, l Layout, add func(string, bool, string, ...any)) {
+func verifyRunningNM(ctx context.Context, l paths.Layout, add func(string, bool, string, ...any)) {
 	nm, err := nmdbus.ConnectIfRunning(ctx)
 	if err != nil {
 		add(CheckNMRunning, false, "%v", err)
@@ -209,7 +210,7 @@ func verifyRunningNM(ctx context.Context, l Layout, add func(string, bool, strin
 	for _, p := range profiles {
 		dir := filepath.Dir(p.Filename)
 		switch {
-		case p.Filename == "" || dir == NMRunProfiles || strings.HasPrefix(dir, "/usr/lib/NetworkManager/"):
+		case p.Filename == "" || dir == paths.NMRunProfiles || strings.HasPrefix(dir, "/usr/lib/NetworkManager/"):
 			// in-memory or vendor profiles: not the keyfile dir's business
 		case dir == l.Merged():
 			inMerged++
@@ -226,12 +227,12 @@ func verifyRunningNM(ctx context.Context, l Layout, add func(string, bool, strin
 }
 
 // layersMatch compares the mount's super options with the layout's layers.
-func layersMatch(vfsOptions string, l Layout) bool {
+func layersMatch(vfsOptions string, l paths.Layout) bool {
 	got := overlayLayers(vfsOptions)
 	return got["lowerdir"] == l.Lower && got["upperdir"] == l.Upper() && got["workdir"] == l.Work()
 }
 
-func layersDetail(vfsOptions string, l Layout) string {
+func layersDetail(vfsOptions string, l paths.Layout) string {
 	got := overlayLayers(vfsOptions)
 	if layersMatch(vfsOptions, l) {
 		return fmt.Sprintf("lowerdir=%s upperdir=%s workdir=%s", got["lowerdir"], got["upperdir"], got["workdir"])
@@ -265,7 +266,7 @@ func isMountpoint(path string) bool {
 // a write into it while the overlay is mounted is undefined for overlayfs, and is how
 // MCO's Option C zeroed files (#2362). entries is how many it holds, -1 when setup saved
 // no manifest (the overlay is not set up in this boot).
-func LowerChanged(l Layout) (changed string, entries int, err error) {
+func LowerChanged(l paths.Layout) (changed string, entries int, err error) {
 	want, err := loadManifest(l.LowerManifest())
 	if errors.Is(err, os.ErrNotExist) {
 		return "", -1, nil

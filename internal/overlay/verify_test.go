@@ -1,9 +1,13 @@
 package overlay
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
+)
 
 func TestLayersMatch(t *testing.T) {
-	l := DefaultLayout()
+	l := paths.DefaultLayout()
 	for _, tc := range []struct {
 		vfs  string
 		want bool

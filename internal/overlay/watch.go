@@ -9,18 +9,20 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // WatchLower signals (one value per burst, never blocking) when anything in the lower dir
 // changes: nothing else would tell the handler that someone wrote into it while the overlay
 // is mounted. The channel closes when ctx ends.
-func WatchLower(ctx context.Context, l Layout) (<-chan struct{}, error) {
+func WatchLower(ctx context.Context, l paths.Layout) (<-chan struct{}, error) {
 	return watchDir(ctx, l.Lower, nil)
 }
 
 // WatchMarker signals, like WatchLower, when the degraded marker is written or removed:
 // `nm-overlay enable` moving a running node onto the overlay, or a reset that degraded it.
-func WatchMarker(ctx context.Context, l Layout) (<-chan struct{}, error) {
+func WatchMarker(ctx context.Context, l paths.Layout) (<-chan struct{}, error) {
 	return watchDir(ctx, l.RunDir, []string{filepath.Base(l.DegradedMarker())})
 }
 

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 func TestWatchLowerSignalsAWrite(t *testing.T) {
-	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
+	l := paths.Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := WatchLower(ctx, l)
 	if err != nil {
@@ -35,13 +38,13 @@ func TestWatchLowerSignalsAWrite(t *testing.T) {
 }
 
 func TestWatchMarkerSignalsOnlyTheMarker(t *testing.T) {
-	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
+	l := paths.Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := WatchMarker(ctx, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFileAtomic(l.BootIDFile(), []byte("x\n"), 0o644); err != nil {
+	if err := atomicfile.Write(l.BootIDFile(), []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -71,7 +74,7 @@ func TestWatchMarkerSignalsOnlyTheMarker(t *testing.T) {
 }
 
 func TestInUseReportsALowerWrite(t *testing.T) {
-	l := Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
+	l := paths.Layout{Lower: t.TempDir(), RunDir: t.TempDir()}
 	if why, err := InUse(l); why != ReasonNotSetUp || err != nil {
 		t.Fatalf("before setup saved a manifest (no overlay on the node): %q, %v", why, err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -122,12 +122,12 @@ spec:
 	It("boots every node with the MachineConfig before the helper exists: on its persistent profiles, marked, waiting for the helper", func() {
 		for _, n := range c.Nodes {
 			Expect(c.ApplyMachineConfigFile(ctx, n, file("openshift", "99_nmoverlay_0_machineconfig_99-worker-nmoverlay.yaml"))).To(Succeed())
-			_, err := os.Stat(n.Root + overlay.HelperBinary)
+			_, err := os.Stat(n.Root + paths.HelperBinary)
 			Expect(os.IsNotExist(err)).To(BeTrue(), "nm-overlay is not on the node yet")
-			Expect(run(n.Machine, "cat", overlay.DefaultLayout().DegradedMarker())).To(ContainSubstring("helper not installed"))
+			Expect(run(n.Machine, "cat", paths.DefaultLayout().DegradedMarker())).To(ContainSubstring("helper not installed"))
 			Expect(run(n.Machine, "nmcli", "-g", "GENERAL.CONNECTION", "device", "show", localcluster.SecondNIC)).To(Equal(localcluster.SecondNIC + "-persistent"))
-			Expect(unitProp(n.Machine, overlay.EnablePath, "ActiveState")).To(Equal("active"), "the path unit waits for the helper")
-			Expect(unitProp(n.Machine, overlay.EnableService, "ActiveState")).To(Equal("inactive"))
+			Expect(unitProp(n.Machine, paths.EnablePath, "ActiveState")).To(Equal("active"), "the path unit waits for the helper")
+			Expect(unitProp(n.Machine, paths.EnableService, "ActiveState")).To(Equal("inactive"))
 			bootIDs[n.Name], err = n.BootID(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			nmPIDs[n.Name] = unitProp(n.Machine, "NetworkManager.service", "MainPID")
@@ -192,13 +192,13 @@ spec:
 			boot, err := n.BootID(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(boot).To(Equal(bootIDs[n.Name]), "%s did not reboot", n.Name)
-			Expect(n.Root+overlay.HelperBinary).To(BeAnExistingFile(), "the init container installed nm-overlay")
-			Expect(unitProp(n.Machine, overlay.EnableService, "ActiveState")).To(Equal("active"))
+			Expect(n.Root+paths.HelperBinary).To(BeAnExistingFile(), "the init container installed nm-overlay")
+			Expect(unitProp(n.Machine, paths.EnableService, "ActiveState")).To(Equal("active"))
 			Expect(unitProp(n.Machine, "NetworkManager.service", "MainPID")).NotTo(Equal(nmPIDs[n.Name]), "nm-overlay enable restarted NetworkManager")
-			Expect(run(n.Machine, overlay.HelperBinary, "verify")).To(ContainSubstring("overlay verified"))
+			Expect(run(n.Machine, paths.HelperBinary, "verify")).To(ContainSubstring("overlay verified"))
 			Expect(run(n.Machine, "cat", "/sys/class/net/"+localcluster.SecondNIC+"/master/uevent")).To(ContainSubstring("INTERFACE=" + bridge))
-			Expect(run(n.Machine, "ls", overlay.DefaultLayout().Upper())).To(ContainSubstring(".nmconnection"))
-			Expect(run(n.Machine, "ls", overlay.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
+			Expect(run(n.Machine, "ls", paths.DefaultLayout().Upper())).To(ContainSubstring(".nmconnection"))
+			Expect(run(n.Machine, "ls", paths.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
 				"nothing reached the persistent dir")
 			Expect(nodeReadySince(n.Name)).To(Equal(readySince[n.Name]), "%s stayed Ready through the NetworkManager restart; Ready as seen:\n%s", n.Name, readyLog)
 		}
@@ -269,7 +269,7 @@ spec:
 		for _, n := range c.Nodes {
 			err := c.Client.Get(ctx, client.ObjectKey{Name: shared.EnactmentKey(n.Name, later)}, &v1beta1.NodeNetworkConfigurationEnactment{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no enactment of a policy the restored API does not have: %v", err)
-			Expect(run(n.Machine, "ls", overlay.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
+			Expect(run(n.Machine, "ls", paths.NMDefaultKeyfile)).To(Equal(localcluster.Uplink+".nmconnection\n"+localcluster.SecondNIC+".nmconnection"),
 				"nothing reached the persistent dir")
 		}
 	})

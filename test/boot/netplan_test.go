@@ -18,7 +18,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/netplan"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -102,7 +102,7 @@ var _ = Describe("the netplan backend, as pods", Ordered, func() {
 		Eventually(enactment, "180s", "250ms").Should(HavePrefix(shared.EnactmentAvailable + " " + after))
 		GinkgoWriter.Printf("reboot to Available in the new boot, netplan backend: %s\n", time.Since(start).Round(100*time.Millisecond))
 		Expect(addresses()).To(ContainSubstring(address))
-		lower, err := n.Run(ctx, "ls", overlay.NMDefaultKeyfile)
+		lower, err := n.Run(ctx, "ls", paths.NMDefaultKeyfile)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.Fields(lower)).To(ConsistOf(localcluster.Uplink+".nmconnection", localcluster.SecondNIC+".nmconnection"),
 			"nothing persistent")

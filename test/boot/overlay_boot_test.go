@@ -17,6 +17,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )
@@ -49,7 +50,7 @@ ExecStart=/usr/sbin/ip link set veth0p up
 `
 
 var (
-	layout  = overlay.DefaultLayout()
+	layout  = paths.DefaultLayout()
 	mcOpts  = machineconfigs.Options{Pools: []string{"worker"}}
 	nmReady = "NetworkManager.service"
 )
@@ -66,7 +67,7 @@ func newNode(name string) *nspawn.Machine {
 
 // installNodeBasics gives a pristine machine a persistent profile and its NIC.
 func installNodeBasics(m *nspawn.Machine) {
-	writeFile(m, filepath.Join(overlay.NMDefaultKeyfile, "persist0.nmconnection"), persistentProfile, 0o600)
+	writeFile(m, filepath.Join(paths.NMDefaultKeyfile, "persist0.nmconnection"), persistentProfile, 0o600)
 	writeFile(m, "/etc/systemd/system/test-nics.service", testNICs, 0o644)
 	Expect(os.MkdirAll(filepath.Join(m.Root, "/etc/systemd/system/NetworkManager.service.wants"), 0o755)).To(Succeed())
 	Expect(os.Symlink("/etc/systemd/system/test-nics.service",
@@ -80,7 +81,7 @@ func applyMachineConfig(m *nspawn.Machine, withHelper bool) {
 	if withHelper {
 		b, err := os.ReadFile(helper)
 		Expect(err).NotTo(HaveOccurred())
-		writeFile(m, overlay.HelperBinary, string(b), 0o755)
+		writeFile(m, paths.HelperBinary, string(b), 0o755)
 	}
 }
 
@@ -117,7 +118,7 @@ func nmKeyfilePath(m *nspawn.Machine) string {
 		args = append(args, "NM_CONFIG_ENABLE_TAG="+tag)
 	}
 	printed := run(m, append(args, "NetworkManager", "--print-config")...)
-	return nmhost.KeyfilePathFromPrintConfig(printed, overlay.NMDefaultKeyfile)
+	return nmhost.KeyfilePathFromPrintConfig(printed, paths.NMDefaultKeyfile)
 }
 
 // nmEnviron is the running NetworkManager's environment.
@@ -150,7 +151,7 @@ func waitForAddress(m *nspawn.Machine, dev, addr string) {
 }
 
 func verifyReport(m *nspawn.Machine) overlay.Report {
-	out, _ := m.Exec(context.Background(), overlay.HelperBinary, "verify", "-o", "json")
+	out, _ := m.Exec(context.Background(), paths.HelperBinary, "verify", "-o", "json")
 	var r overlay.Report
 	Expect(json.Unmarshal([]byte(out), &r)).To(Succeed(), out)
 	return r
@@ -188,12 +189,12 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 
 	It("mounts the overlay and verifies it before NetworkManager starts", func() {
 		Expect(unitProp(m, layout.MountUnit(), "ActiveState")).To(Equal("active"))
-		Expect(unitProp(m, overlay.HelperService, "ActiveState")).To(Equal("active"))
+		Expect(unitProp(m, paths.HelperService, "ActiveState")).To(Equal("active"))
 		Expect(unitProp(m, nmReady, "ActiveState")).To(Equal("active"))
 		nmStart := monotonic(m, nmReady, "ExecMainStartTimestampMonotonic")
 		Expect(monotonic(m, layout.MountUnit(), "ActiveEnterTimestampMonotonic")).To(BeNumerically("<", nmStart))
-		Expect(monotonic(m, overlay.HelperService, "ActiveEnterTimestampMonotonic")).To(BeNumerically("<", nmStart))
-		Expect(unitProp(m, overlay.HelperService, "StatusText")).To(ContainSubstring("verified"), "sd_notify STATUS=")
+		Expect(monotonic(m, paths.HelperService, "ActiveEnterTimestampMonotonic")).To(BeNumerically("<", nmStart))
+		Expect(unitProp(m, paths.HelperService, "StatusText")).To(ContainSubstring("verified"), "sd_notify STATUS=")
 		// Matched by its own field, not by -u: journald may not tie the entry of a process that
 		// has already exited to its unit (it reads the sender's cgroup from /proc).
 		Eventually(func() (string, error) {
@@ -202,7 +203,7 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 	})
 
 	It("has NetworkManager on the merged dir", func() {
-		Expect(nmEnviron(m)).To(HaveKeyWithValue("NM_CONFIG_ENABLE_TAG", overlay.EnableTag))
+		Expect(nmEnviron(m)).To(HaveKeyWithValue("NM_CONFIG_ENABLE_TAG", paths.EnableTag))
 		Expect(nmKeyfilePath(m)).To(Equal(layout.Merged()))
 		Expect(profileFile(m, "persist0")).To(Equal(filepath.Join(layout.Merged(), "persist0.nmconnection")))
 		waitForAddress(m, "veth0", "192.0.2.10/24")
@@ -215,7 +216,7 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 	It("passes systemd-analyze verify for every rendered unit", func() {
 		var units []string
 		for _, f := range layout.MachineConfigFiles() {
-			if strings.HasPrefix(f, overlay.SystemdUnitDir+"/") && !strings.Contains(f, ".d/") {
+			if strings.HasPrefix(f, paths.SystemdUnitDir+"/") && !strings.Contains(f, ".d/") {
 				units = append(units, f)
 			}
 		}
@@ -248,29 +249,29 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 		DeferCleanup(os.Remove, filepath.Join(m.Root, "/etc/tmpfiles.d/00-break-nmoverlay.conf"))
 		Expect(m.Boot(ctx)).To(Succeed(), m.Console())
 		Expect(unitProp(m, layout.MountUnit(), "ActiveState")).To(Equal("failed"))
-		Expect(unitProp(m, overlay.HelperService, "ActiveState")).To(Equal("failed"))
+		Expect(unitProp(m, paths.HelperService, "ActiveState")).To(Equal("failed"))
 		Expect(nmEnviron(m)).NotTo(HaveKey("NM_CONFIG_ENABLE_TAG"))
 		expectPersistentFallback(m, overlay.CheckMounted+":")
 		Expect(m.Poweroff(ctx)).To(Succeed())
 	})
 
 	It("keeps NetworkManager on the persistent profiles when the helper is not installed yet, and moves it onto the overlay once it is", func() {
-		Expect(os.Remove(filepath.Join(m.Root, overlay.HelperBinary))).To(Succeed())
+		Expect(os.Remove(filepath.Join(m.Root, paths.HelperBinary))).To(Succeed())
 		Expect(m.Boot(ctx)).To(Succeed(), m.Console())
-		Expect(unitProp(m, overlay.HelperService, "ConditionResult")).To(Equal("no"))
+		Expect(unitProp(m, paths.HelperService, "ConditionResult")).To(Equal("no"))
 		expectPersistentFallback(m, "has not verified")
-		Expect(unitProp(m, overlay.EnablePath, "ActiveState")).To(Equal("active"), "waiting for the helper")
-		Expect(unitProp(m, overlay.EnableService, "ActiveState")).To(Equal("inactive"))
+		Expect(unitProp(m, paths.EnablePath, "ActiveState")).To(Equal("active"), "waiting for the helper")
+		Expect(unitProp(m, paths.EnableService, "ActiveState")).To(Equal("inactive"))
 		nmPID := unitProp(m, nmReady, "MainPID")
 
 		// As the handler's init container does: a complete file renamed into place.
 		b, err := os.ReadFile(helper)
 		Expect(err).NotTo(HaveOccurred())
-		writeFile(m, overlay.HelperBinary+".new", string(b), 0o755)
-		Expect(os.Rename(filepath.Join(m.Root, overlay.HelperBinary+".new"), filepath.Join(m.Root, overlay.HelperBinary))).To(Succeed())
-		Eventually(func() string { return unitProp(m, overlay.EnableService, "ActiveState") }, "30s", "200ms").Should(Equal("active"))
+		writeFile(m, paths.HelperBinary+".new", string(b), 0o755)
+		Expect(os.Rename(filepath.Join(m.Root, paths.HelperBinary+".new"), filepath.Join(m.Root, paths.HelperBinary))).To(Succeed())
+		Eventually(func() string { return unitProp(m, paths.EnableService, "ActiveState") }, "30s", "200ms").Should(Equal("active"))
 		Expect(unitProp(m, nmReady, "MainPID")).NotTo(Equal(nmPID), "NetworkManager restarted")
-		Expect(nmEnviron(m)).To(HaveKeyWithValue("NM_CONFIG_ENABLE_TAG", overlay.EnableTag))
+		Expect(nmEnviron(m)).To(HaveKeyWithValue("NM_CONFIG_ENABLE_TAG", paths.EnableTag))
 		Expect(profileFile(m, "persist0")).To(Equal(filepath.Join(layout.Merged(), "persist0.nmconnection")))
 		waitForAddress(m, "veth0", "192.0.2.10/24")
 		r := verifyReport(m)
@@ -280,7 +281,7 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 
 		// Run again (by hand, or the path unit after a reinstall): nothing to do.
 		pid := unitProp(m, nmReady, "MainPID")
-		out, err := m.Exec(ctx, overlay.HelperBinary, "enable")
+		out, err := m.Exec(ctx, paths.HelperBinary, "enable")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(unitProp(m, nmReady, "MainPID")).To(Equal(pid), "no second restart")
 		Expect(m.Poweroff(ctx)).To(Succeed())
@@ -290,20 +291,20 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 		Expect(machineconfigs.RemoveFromRoot(m.Root, mcOpts)).To(Succeed())
 		b, err := os.ReadFile(helper)
 		Expect(err).NotTo(HaveOccurred())
-		writeFile(m, overlay.HelperBinary, string(b), 0o755) // still installed by the DaemonSet
+		writeFile(m, paths.HelperBinary, string(b), 0o755) // still installed by the DaemonSet
 		Expect(m.Boot(ctx)).To(Succeed(), m.Console())
-		Expect(nmKeyfilePath(m)).To(Equal(overlay.NMDefaultKeyfile))
-		Expect(profileFile(m, "persist0")).To(Equal(filepath.Join(overlay.NMDefaultKeyfile, "persist0.nmconnection")))
+		Expect(nmKeyfilePath(m)).To(Equal(paths.NMDefaultKeyfile))
+		Expect(profileFile(m, "persist0")).To(Equal(filepath.Join(paths.NMDefaultKeyfile, "persist0.nmconnection")))
 
-		out, err := m.Exec(ctx, overlay.HelperBinary, "uninstall", "--check")
+		out, err := m.Exec(ctx, paths.HelperBinary, "uninstall", "--check")
 		Expect(err).To(HaveOccurred(), "before uninstall, leftovers are listed and exit 1")
 		Expect(out).To(ContainSubstring(filepath.Dir(layout.NMServiceDropInPath())))
-		out, err = m.Exec(ctx, overlay.HelperBinary, "uninstall", "--keep-binary")
+		out, err = m.Exec(ctx, paths.HelperBinary, "uninstall", "--keep-binary")
 		Expect(err).NotTo(HaveOccurred(), out)
-		out, err = m.Exec(ctx, overlay.HelperBinary, "uninstall", "--check", "-o", "json")
+		out, err = m.Exec(ctx, paths.HelperBinary, "uninstall", "--check", "-o", "json")
 		Expect(err).To(HaveOccurred())
-		Expect(out).To(MatchJSON(`["` + overlay.HelperBinary + `"]`))
-		out, err = m.Exec(ctx, overlay.HelperBinary, "uninstall")
+		Expect(out).To(MatchJSON(`["` + paths.HelperBinary + `"]`))
+		out, err = m.Exec(ctx, paths.HelperBinary, "uninstall")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(m.Poweroff(ctx)).To(Succeed())
 		Expect(tree(m.Root, "etc", "usr/local")).To(Equal(pristine))

@@ -33,6 +33,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	lc "github.com/nmoverlay/nmoverlay/test/localcluster"
@@ -296,7 +297,7 @@ func (r *run) render(context.Context) error {
 		return err
 	}
 	r.printf("%d bytes of YAML for `oc apply -f -`; on each node it writes:\n", len(yaml))
-	for _, f := range overlay.DefaultLayout().MachineConfigFiles() {
+	for _, f := range paths.DefaultLayout().MachineConfigFiles() {
 		r.printf("    %s\n", f)
 	}
 	return nil
@@ -708,7 +709,7 @@ func (r *run) layers(ctx context.Context) error {
 	if !holdsProfile(upper, Bridge) {
 		return fmt.Errorf("the tmpfs layer holds no profile of %s: %v", Bridge, upper)
 	}
-	lower := r.show(ctx, nodeA, "ls", overlay.NMDefaultKeyfile)
+	lower := r.show(ctx, nodeA, "ls", paths.NMDefaultKeyfile)
 	r.report.LowerLayer = strings.Fields(lower)
 	if strings.Contains(lower, Bridge) {
 		return fmt.Errorf("a profile of %s reached the persistent dir: %s", Bridge, lower)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 )
 
@@ -280,7 +280,7 @@ func (c *Cluster) Diagnose(ctx context.Context, n *Node, w Workloads) string {
 	for _, cmd := range []string{
 		"tail -n 40 /var/log/pods/" + w.Namespace + "_" + w.Handler + "-*/handler/*.log",
 		"journalctl -b -u " + KubeletUnit + " --no-pager -n 20",
-		"journalctl -b -u " + overlay.HelperService + " -u " + overlay.EnableService + " --no-pager -n 20",
+		"journalctl -b -u " + paths.HelperService + " -u " + paths.EnableService + " --no-pager -n 20",
 	} {
 		out, err := n.Run(ctx, "sh", "-c", cmd)
 		fmt.Fprintf(&b, "%s$ %s\n%s\n", n.Name, cmd, out)

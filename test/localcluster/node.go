@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	"github.com/nmoverlay/nmoverlay/test/nspawn"
 )
@@ -184,8 +184,8 @@ func (c *Cluster) addNode(ctx context.Context, env *envtest.Environment, o Optio
 		mode          os.FileMode
 	}{
 		// What the installer left: the persistent profiles of the node's NICs.
-		{filepath.Join(overlay.NMDefaultKeyfile, Uplink+".nmconnection"), profile(Uplink+"-persistent", uuid(1), Uplink, n.Address+"/24", fabric.Gateway), 0o600},
-		{filepath.Join(overlay.NMDefaultKeyfile, SecondNIC+".nmconnection"), profile(SecondNIC+"-persistent", uuid(2), SecondNIC, n.SecondNICAddress+"/24", ""), 0o600},
+		{filepath.Join(paths.NMDefaultKeyfile, Uplink+".nmconnection"), profile(Uplink+"-persistent", uuid(1), Uplink, n.Address+"/24", fabric.Gateway), 0o600},
+		{filepath.Join(paths.NMDefaultKeyfile, SecondNIC+".nmconnection"), profile(SecondNIC+"-persistent", uuid(2), SecondNIC, n.SecondNICAddress+"/24", ""), 0o600},
 		// The hardware: NetworkManager leaves veth devices to whoever made them (its udev
 		// rules); these stand in for real NICs.
 		{"/etc/systemd/system/second-nic.service", secondNICUnit, 0o644},

@@ -14,7 +14,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/netplan"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
@@ -182,7 +182,7 @@ func BenchmarkApplyReference(b *testing.B) {
 	}
 	// The netplan backend as the handler drives it: the policy checked by netplan's parser
 	// (Check, once: the handler keeps its verdict), then one transaction.
-	np := &netplan.Backend{NM: nm, Host: netplan.Host{Root: n.PathInNode("/"), Scratch: overlay.DefaultLayout().NetplanScratch(),
+	np := &netplan.Backend{NM: nm, Host: netplan.Host{Root: n.PathInNode("/"), Scratch: paths.DefaultLayout().NetplanScratch(),
 		Run: func(ctx context.Context, args ...string) ([]byte, error) {
 			return n.Command(ctx, args[0], args[1:]...).CombinedOutput()
 		}}}

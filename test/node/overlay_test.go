@@ -17,6 +17,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
@@ -36,7 +37,7 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 	var (
 		n      *nmhost.Node
 		ctx    context.Context
-		layout = overlay.DefaultLayout()
+		layout = paths.DefaultLayout()
 	)
 
 	// helperRun runs nm-overlay inside the node; it returns stdout and the exit code.
@@ -86,7 +87,7 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 			Expect(os.WriteFile(filepath.Join(n.Lower(), name), []byte(content), 0o600)).To(Succeed())
 		}
 		// What the MachineConfig puts on the host.
-		Expect(os.WriteFile(filepath.Join(n.ConfD(), overlay.KeyfileDropIn), []byte(layout.KeyfileDropInContent()), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(n.ConfD(), paths.KeyfileDropIn), []byte(layout.KeyfileDropInContent()), 0o644)).To(Succeed())
 		tmpfiles := filepath.Join(n.Dir, "nmoverlay-tmpfiles.conf")
 		Expect(os.WriteFile(tmpfiles, []byte(layout.TmpfilesContent()), 0o644)).To(Succeed())
 		n.BootSetup = func(n *nmhost.Node) error {
@@ -132,11 +133,11 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 	})
 
 	It("agrees with NetworkManager --print-config on the effective keyfile path", func() {
-		for _, tag := range []string{"", overlay.EnableTag} {
+		for _, tag := range []string{"", paths.EnableTag} {
 			cmd := n.Command(ctx, "env", "NM_CONFIG_ENABLE_TAG="+tag, "NetworkManager", "--print-config")
 			out, err := cmd.Output()
 			Expect(err).NotTo(HaveOccurred())
-			want := nmhost.KeyfilePathFromPrintConfig(string(out), overlay.NMDefaultKeyfile)
+			want := nmhost.KeyfilePathFromPrintConfig(string(out), paths.NMDefaultKeyfile)
 			got, err := inNodeEffectivePath(n, tag)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got).To(Equal(want), "tag %q", tag)
@@ -361,7 +362,7 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 
 // assertDegradedOnPersistent: the helper marked the node degraded for the named check,
 // and NetworkManager runs on the persistent dir with the persistent profiles active.
-func assertDegradedOnPersistent(n *nmhost.Node, layout overlay.Layout, failedCheck string) {
+func assertDegradedOnPersistent(n *nmhost.Node, layout paths.Layout, failedCheck string) {
 	ctx := context.Background()
 	marker, err := n.ReadFile(ctx, layout.DegradedMarker())
 	Expect(err).NotTo(HaveOccurred(), "the degraded marker must exist")
@@ -373,7 +374,7 @@ func assertDegradedOnPersistent(n *nmhost.Node, layout overlay.Layout, failedChe
 
 	printed, err := n.Run(ctx, "NetworkManager", "--print-config")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(nmhost.KeyfilePathFromPrintConfig(printed, overlay.NMDefaultKeyfile)).To(Equal(layout.Lower))
+	Expect(nmhost.KeyfilePathFromPrintConfig(printed, paths.NMDefaultKeyfile)).To(Equal(layout.Lower))
 	Expect(profileFile(n, "persist0")).To(Equal(filepath.Join(layout.Lower, "persist0.nmconnection")))
 	Expect(waitForAddress(n, "veth0", "192.0.2.10/24")).To(Succeed())
 }
@@ -409,10 +410,10 @@ func MatchFields(change overlay.Change, id, iface string) OmegaMatcher {
 // inNodeEffectivePath evaluates overlay.NMConfig inside the node's view of the config dirs.
 func inNodeEffectivePath(n *nmhost.Node, tag string) (string, error) {
 	c := overlay.NMConfig{
-		Main:      n.PathInNode(overlay.NMMainConf),
-		ConfDir:   n.PathInNode(overlay.NMConfDir),
-		RunDir:    n.PathInNode(overlay.NMRunConfDir),
-		SystemDir: n.PathInNode(overlay.NMSystemConfDir),
+		Main:      n.PathInNode(paths.NMMainConf),
+		ConfDir:   n.PathInNode(paths.NMConfDir),
+		RunDir:    n.PathInNode(paths.NMRunConfDir),
+		SystemDir: n.PathInNode(paths.NMSystemConfDir),
 	}
 	kp, err := c.EffectiveKeyfilePath(tag)
 	return kp.Path, err

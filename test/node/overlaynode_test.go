@@ -26,7 +26,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/internal/node"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/probe"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
@@ -42,7 +42,7 @@ const bootIDFile = "/run/nmoverlay-test-boot-id"
 // tmpfiles config, and eth1 cabled at each boot to a gateway in a fabric netns.
 type overlayNode struct {
 	*nmhost.Node
-	layout overlay.Layout
+	layout paths.Layout
 	fabric string
 	helper string // the nm-overlay binary
 
@@ -53,7 +53,7 @@ type overlayNode struct {
 // newOverlayNode makes the node (not booted); extra runs inside it at each boot after the
 // cabling (more NICs).
 func newOverlayNode(name, helper string, extra func(*nmhost.Node) error) (*overlayNode, error) {
-	o := &overlayNode{layout: overlay.DefaultLayout(), fabric: fmt.Sprintf("nmfabric-%s-%d", name, os.Getpid()), helper: helper}
+	o := &overlayNode{layout: paths.DefaultLayout(), fabric: fmt.Sprintf("nmfabric-%s-%d", name, os.Getpid()), helper: helper}
 	if out, err := exec.Command("ip", "netns", "add", o.fabric).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
@@ -64,7 +64,7 @@ func newOverlayNode(name, helper string, extra func(*nmhost.Node) error) (*overl
 	}
 	o.Node = n
 	files := map[string]string{
-		filepath.Join(n.ConfD(), overlay.KeyfileDropIn): o.layout.KeyfileDropInContent(),
+		filepath.Join(n.ConfD(), paths.KeyfileDropIn): o.layout.KeyfileDropInContent(),
 		filepath.Join(n.Lower(), "eth1-persistent.nmconnection"): "[connection]\nid=eth1-persistent\nuuid=22222222-3333-4444-8555-666666666666\n" +
 			"type=ethernet\ninterface-name=eth1\n\n[ipv4]\nmethod=manual\naddress1=192.0.2.20/24,192.0.2.254\n\n[ipv6]\nmethod=disabled\n",
 		filepath.Join(n.Dir, "tmpfiles.conf"): o.layout.TmpfilesContent(),

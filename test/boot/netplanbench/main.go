@@ -18,7 +18,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/netplan"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
@@ -41,7 +41,7 @@ func run(runs int) error {
 	}
 	defer nm.Close()
 	doc := kit.ReferenceNetplan()
-	np := &netplan.Backend{NM: nm, Host: netplan.NewHost("/", overlay.DefaultLayout().NetplanScratch())}
+	np := &netplan.Backend{NM: nm, Host: netplan.NewHost("/", paths.DefaultLayout().NetplanScratch())}
 	parsed, err := np.Parse([]byte(doc))
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/netplan"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
-	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -30,7 +30,7 @@ var netplanScenarios = []Scenario{
 		if err := tx.Commit(ctx); err != nil {
 			return err
 		}
-		b := &netplan.Backend{NM: e.NM, Host: netplan.NewHost("/", overlay.DefaultLayout().NetplanScratch())}
+		b := &netplan.Backend{NM: e.NM, Host: netplan.NewHost("/", paths.DefaultLayout().NetplanScratch())}
 		bond := func(mtu string) string {
 			return strings.NewReplacer("{B}", e.NICs.B, "{C}", e.NICs.C, "{MTU}", mtu).Replace(`
 network:
