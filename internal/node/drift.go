@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -99,11 +100,11 @@ func (h *Handler) driftChanged() {
 }
 
 // checkDrift compares what each policy in effect committed with the node as it is now,
-// after NetworkManager signalled a change. A policy that opted in (or every policy, with
-// ReapplyDrift) is applied again in this pass (reapply true); the others are recorded as
-// drifted, and the pass reports them Failing with what differs (Decide), until the node
-// matches again or the next apply repairs them. recheck, when not 0, is when to look
-// again: a difference not yet confirmed.
+// after NetworkManager signalled a change, and carries out decideDrift's decision. A
+// policy that opted in (or every policy, with ReapplyDrift) is applied again in this pass
+// (reapply true); the others are recorded as drifted, and the pass reports them Failing
+// with what differs (Decide), until the node matches again or the next apply repairs them.
+// recheck, when not 0, is when to look again: a difference not yet confirmed.
 func (h *Handler) checkDrift(ctx context.Context, v *nodeView) (reapply bool, recheck time.Duration, err error) {
 	if h.Show == nil || !h.drift.changed.Swap(false) {
 		return false, 0, nil
@@ -113,18 +114,7 @@ func (h *Handler) checkDrift(ctx context.Context, v *nodeView) (reapply bool, re
 		h.drift.changed.Store(true)
 		return false, 0, err
 	}
-	seen := map[string]bool{}
-	defer func() {
-		for name := range h.drift.suspect {
-			if !seen[name] {
-				delete(h.drift.suspect, name)
-			}
-		}
-		if recheck > 0 {
-			h.drift.changed.Store(true)
-		}
-	}()
-	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot)
+	in := driftInput{Now: time.Now(), Diffs: map[string][]string{}, Reapply: map[string]bool{}, Suspect: h.drift.suspect, Reported: h.driftedNow()}
 	for name, e := range v.existing {
 		if !committedIn(e, v.boot) {
 			continue
@@ -133,38 +123,21 @@ func (h *Handler) checkDrift(ctx context.Context, v *nodeView) (reapply bool, re
 		if err != nil {
 			continue // not checkable on this node (an interface identified by a MAC address no one device shows)
 		}
-		if len(diffs) == 0 {
-			if h.drifted(name) != "" {
-				log.Info("drift gone: the node matches the policy again", "policy", name)
-				h.setDrifted(name, "") // the pass reports it Available again
-			}
-			continue
-		}
-		seen[name] = true
-		if h.drift.suspect == nil {
-			h.drift.suspect = map[string]time.Time{}
-		}
-		first, ok := h.drift.suspect[name]
-		if !ok {
-			first = time.Now()
-			h.drift.suspect[name] = first
-		}
-		if wait := driftConfirm - time.Since(first); wait > 0 {
-			if recheck == 0 || wait < recheck {
-				recheck = wait
-			}
-			continue
-		}
-		msg := driftPrefix + strings.Join(diffs, "; ")
+		in.Diffs[name] = diffs
 		pol := v.byName[name]
-		if h.ReapplyDrift || (pol != nil && pol.Annotations[DriftAnnotation] == DriftReapply) {
-			log.Info("drift: re-applying", "policy", name, "drift", msg)
-			driftTotal.WithLabelValues("reapplied").Inc()
-			h.warn(pol, v.node, "Drift", fmt.Errorf("%s; re-applying", msg))
-			reapply = true
-			continue
-		}
-		if h.drifted(name) == msg {
+		in.Reapply[name] = h.ReapplyDrift || (pol != nil && pol.Annotations[DriftAnnotation] == DriftReapply)
+	}
+	d := decideDrift(in)
+	h.drift.suspect = d.Suspect
+	if d.Recheck > 0 {
+		h.drift.changed.Store(true)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot)
+	for _, name := range slices.Sorted(maps.Keys(d.Report)) {
+		msg, pol := d.Report[name], v.byName[name]
+		if msg == "" {
+			log.Info("drift gone: the node matches the policy again", "policy", name)
+			h.setDrifted(name, "") // the pass reports it Available again
 			continue
 		}
 		log.Info("drift: reported", "policy", name, "drift", msg)
@@ -172,10 +145,79 @@ func (h *Handler) checkDrift(ctx context.Context, v *nodeView) (reapply bool, re
 		h.setDrifted(name, msg)
 		h.warn(pol, v.node, "Drift", fmt.Errorf("%s", msg))
 	}
-	if reapply {
+	for _, name := range d.Reapply {
+		msg := driftPrefix + strings.Join(in.Diffs[name], "; ")
+		log.Info("drift: re-applying", "policy", name, "drift", msg)
+		driftTotal.WithLabelValues("reapplied").Inc()
+		h.warn(v.byName[name], v.node, "Drift", fmt.Errorf("%s; re-applying", msg))
+	}
+	if len(d.Reapply) > 0 {
 		h.committed = "" // the pass applies even if the desired state did not change
 	}
-	return reapply, recheck, nil
+	return len(d.Reapply) > 0, d.Recheck, nil
+}
+
+// driftInput is what one drift check sees.
+type driftInput struct {
+	Now time.Time
+	// Diffs: for each policy in effect whose commit can be checked on this node, what
+	// differs now (empty: the node matches it).
+	Diffs map[string][]string
+	// Suspect: when a difference was first seen, per policy, from the checks before.
+	Suspect map[string]time.Time
+	// Reported: the drift reported now, policy -> message.
+	Reported map[string]string
+	// Reapply: the policies that opted in to being re-applied.
+	Reapply map[string]bool
+}
+
+// driftDecision is what a drift check does.
+type driftDecision struct {
+	// Suspect replaces the suspects: the differences not gone, each with when it was first seen.
+	Suspect map[string]time.Time
+	// Report: the drift reports that change, policy -> message ("": the drift is gone).
+	Report map[string]string
+	// Reapply: the policies to apply again in this pass, sorted.
+	Reapply []string
+	// Recheck: when to look again (0: no need), for a difference not yet confirmed.
+	Recheck time.Duration
+}
+
+// decideDrift decides a drift check. A difference counts as drift once it has lasted
+// driftConfirm (right after a rollback or a restart of NetworkManager the interfaces are
+// still activating, which is not drift); then a policy that opted in is re-applied and
+// another is reported, once per message. A policy that matches again has its report
+// cleared.
+func decideDrift(in driftInput) driftDecision {
+	d := driftDecision{Suspect: map[string]time.Time{}, Report: map[string]string{}}
+	for _, name := range slices.Sorted(maps.Keys(in.Diffs)) {
+		diffs := in.Diffs[name]
+		if len(diffs) == 0 {
+			if in.Reported[name] != "" {
+				d.Report[name] = ""
+			}
+			continue
+		}
+		first, ok := in.Suspect[name]
+		if !ok {
+			first = in.Now
+		}
+		d.Suspect[name] = first
+		if wait := driftConfirm - in.Now.Sub(first); wait > 0 {
+			if d.Recheck == 0 || wait < d.Recheck {
+				d.Recheck = wait
+			}
+			continue
+		}
+		if in.Reapply[name] {
+			d.Reapply = append(d.Reapply, name)
+			continue
+		}
+		if msg := driftPrefix + strings.Join(diffs, "; "); in.Reported[name] != msg {
+			d.Report[name] = msg
+		}
+	}
+	return d
 }
 
 // driftPrefix begins what differs on a drifted policy, and its enactment's message.

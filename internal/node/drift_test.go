@@ -1,7 +1,9 @@
 package node
 
 import (
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -38,3 +40,54 @@ func TestCommittedIn(t *testing.T) {
 }
 
 func ref[T any](v T) *T { return &v }
+
+func TestDecideDrift(t *testing.T) {
+	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
+	addr := []string{"eth1: address 192.0.2.5/24 missing"}
+	msg := driftPrefix + addr[0]
+	for _, tc := range []struct {
+		name string
+		in   driftInput
+		want driftDecision
+	}{
+		{name: "nothing differs: nothing to do",
+			in:   driftInput{Now: now, Diffs: map[string][]string{"a": nil}},
+			want: driftDecision{Suspect: map[string]time.Time{}, Report: map[string]string{}}},
+		{name: "a difference first seen is a suspect, looked at again once it could be confirmed",
+			in:   driftInput{Now: now, Diffs: map[string][]string{"a": addr}},
+			want: driftDecision{Suspect: map[string]time.Time{"a": now}, Report: map[string]string{}, Recheck: driftConfirm}},
+		{name: "a suspect not yet confirmed waits the rest of driftConfirm",
+			in:   driftInput{Now: now, Diffs: map[string][]string{"a": addr}, Suspect: map[string]time.Time{"a": now.Add(-1500 * time.Millisecond)}},
+			want: driftDecision{Suspect: map[string]time.Time{"a": now.Add(-1500 * time.Millisecond)}, Report: map[string]string{}, Recheck: 500 * time.Millisecond}},
+		{name: "a difference that lasted driftConfirm is reported",
+			in:   driftInput{Now: now, Diffs: map[string][]string{"a": addr}, Suspect: map[string]time.Time{"a": now.Add(-driftConfirm)}},
+			want: driftDecision{Suspect: map[string]time.Time{"a": now.Add(-driftConfirm)}, Report: map[string]string{"a": msg}}},
+		{name: "reported once: the same message is not reported again",
+			in: driftInput{Now: now, Diffs: map[string][]string{"a": addr}, Suspect: map[string]time.Time{"a": now.Add(-time.Minute)},
+				Reported: map[string]string{"a": msg}},
+			want: driftDecision{Suspect: map[string]time.Time{"a": now.Add(-time.Minute)}, Report: map[string]string{}}},
+		{name: "a policy that opted in is re-applied, not reported",
+			in: driftInput{Now: now, Diffs: map[string][]string{"a": addr}, Suspect: map[string]time.Time{"a": now.Add(-driftConfirm)},
+				Reapply: map[string]bool{"a": true}},
+			want: driftDecision{Suspect: map[string]time.Time{"a": now.Add(-driftConfirm)}, Report: map[string]string{}, Reapply: []string{"a"}}},
+		{name: "drift gone: its report cleared, its suspect forgotten",
+			in: driftInput{Now: now, Diffs: map[string][]string{"a": nil}, Suspect: map[string]time.Time{"a": now.Add(-time.Minute)},
+				Reported: map[string]string{"a": msg}},
+			want: driftDecision{Suspect: map[string]time.Time{}, Report: map[string]string{"a": ""}}},
+		{name: "a policy no longer checked (not committed, or not checkable here) is forgotten and its report left to the pass",
+			in: driftInput{Now: now, Diffs: map[string][]string{}, Suspect: map[string]time.Time{"a": now.Add(-time.Second)},
+				Reported: map[string]string{"a": msg}},
+			want: driftDecision{Suspect: map[string]time.Time{}, Report: map[string]string{}}},
+		{name: "several policies: the soonest recheck, the confirmed one reported",
+			in: driftInput{Now: now, Diffs: map[string][]string{"a": addr, "b": addr, "c": addr},
+				Suspect: map[string]time.Time{"a": now.Add(-500 * time.Millisecond), "b": now.Add(-1800 * time.Millisecond), "c": now.Add(-3 * time.Second)}},
+			want: driftDecision{Suspect: map[string]time.Time{"a": now.Add(-500 * time.Millisecond), "b": now.Add(-1800 * time.Millisecond), "c": now.Add(-3 * time.Second)},
+				Report: map[string]string{"c": msg}, Recheck: 200 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decideDrift(tc.in); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("decideDrift:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
