@@ -17,17 +17,10 @@ func Order(s State) ([]Interface, error) {
 	}
 	// deps[x] are the interfaces x needs before it exists.
 	deps := map[string][]string{}
-	base := map[string]string{} // the interface a VLAN, MAC-VLAN or VXLAN is built on
+	base := map[string]string{} // the interface each is built on (BaseIface)
 	for _, it := range s.Interfaces {
-		switch {
-		case it.VLAN != nil:
-			base[it.Name] = it.VLAN.BaseIface
-		case it.MACVLAN != nil:
-			base[it.Name] = it.MACVLAN.BaseIface
-		case it.VXLAN != nil && it.VXLAN.BaseIface != "":
-			base[it.Name] = it.VXLAN.BaseIface
-		}
-		if b, ok := base[it.Name]; ok {
+		if b, _ := it.BaseIface(); b != "" {
+			base[it.Name] = b
 			deps[it.Name] = append(deps[it.Name], b)
 		}
 		for _, port := range it.portNames() {

@@ -1,0 +1,55 @@
+package networkmanager
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/nmoverlay/nmoverlay/internal/backend"
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// The handler acts on the seam's errors only: the engine's must reach it mapped, with
+// what it needs kept, and the engine's own still reachable for its tests.
+func TestBackendError(t *testing.T) {
+	busy := &CheckpointBusyError{Path: "/org/freedesktop/NetworkManager/Checkpoint/7"}
+	var seamBusy *backend.BusyError
+	if err := BackendError(busy); !errors.As(err, &seamBusy) || seamBusy.Error() != busy.Error() || !errors.Is(err, busy) {
+		t.Errorf("a held checkpoint maps to %#v, want a *backend.BusyError with its message wrapping it", err)
+	}
+	if !backend.NothingChanged(BackendError(busy)) {
+		t.Error("a held checkpoint changed nothing")
+	}
+
+	rbErr := errors.New("checkpoint lost")
+	ae := &ApplyError{Reason: "eth1: activation failed", Interfaces: []string{"eth1"}, RollbackErr: rbErr}
+	var seamApply *backend.ApplyError
+	err := BackendError(ae)
+	if !errors.As(err, &seamApply) || seamApply.Reason != ae.Reason || !slices.Equal(seamApply.Interfaces, ae.Interfaces) ||
+		seamApply.RollbackErr != rbErr || seamApply.Error() != ae.Error() || !errors.Is(err, ae) {
+		t.Errorf("a change rolled back maps to %#v, want a *backend.ApplyError with its reason, interfaces, rollback error and message", err)
+	}
+	if backend.NothingChanged(err) {
+		t.Error("a change rolled back counts as nothing changed")
+	}
+
+	other := errors.New("D-Bus: connection closed")
+	if BackendError(other) != other {
+		t.Error("an error the seam has no kind for is not handed on as it is")
+	}
+}
+
+// Every macvlan mode nmstate names has NetworkManager's number, and back: a mode missing
+// here would be written as 0 and read back as none.
+func TestMACVLANModesMapped(t *testing.T) {
+	for _, m := range state.MACVLANModes {
+		if _, ok := macvlanMode[m]; !ok {
+			t.Errorf("mac-vlan mode %q has no NetworkManager number", m)
+		}
+	}
+	for m := range macvlanMode {
+		if !slices.Contains(state.MACVLANModes, m) {
+			t.Errorf("NetworkManager mode %q is not one nmstate names", m)
+		}
+	}
+}
