@@ -84,7 +84,8 @@ func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) { toPolicy(e.ObjectNew, q) },
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
 			if p := e.Object.GetLabels()[shared.PolicyLabel]; p != "" {
-				r.doubt(p) // the pass this enqueues forgets it if the cache has the policy's delete
+				r.doubt(p)                   // the pass this enqueues forgets it if the cache has the policy's delete
+				r.writesOf(p).Gone(e.Object) // a grant written to it will never show
 				if en, ok := e.Object.(*v1beta1.NodeNetworkConfigurationEnactment); ok {
 					r.noteDeleted(en)
 				}

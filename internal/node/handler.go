@@ -223,7 +223,10 @@ func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconci
 				q.AddAfter(req, grantQuiet)
 			}
 		},
-		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[client.Object], q queue) { q.Add(req) },
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			h.writes.Gone(e.Object) // a status written to it will never show
+			q.Add(req)
+		},
 	}
 }
 

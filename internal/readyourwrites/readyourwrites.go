@@ -53,6 +53,19 @@ func (w *Writes) Deleted(obj client.Object) {
 	w.record(write{obj: obj.DeepCopyObject().(client.Object), deleted: true, at: time.Now()})
 }
 
+// Gone tells the record that the cache saw obj deleted (its informer's delete event, obj
+// as it was last): a write to it at or before that version was superseded and will never
+// show, so it is not waited for. Without this a write to an object someone deleted (a
+// node deleting its own enactment just granted) held the reconciler until AskAfter.
+func (w *Writes) Gone(obj client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := client.ObjectKeyFromObject(obj)
+	if wr, ok := w.written[key]; ok && !wr.deleted && wr.obj.GetUID() == obj.GetUID() && atOrAfter(obj, wr.obj) {
+		delete(w.written, key)
+	}
+}
+
 func (w *Writes) record(wr write) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -175,3 +175,31 @@ func TestAwaitForgetsWritesNeverSeen(t *testing.T) {
 		t.Errorf("kept %v", w.written)
 	}
 }
+
+// TestGone: a write to an object the cache saw deleted since is not waited for, and costs
+// no read of the API server; a delete of an older version or of another object of the
+// name leaves it recorded.
+func TestGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deleted  *corev1.ConfigMap
+		wantWait bool
+	}{
+		{name: "deleted at the version written", deleted: configMap("120")},
+		{name: "deleted after another writer moved it on", deleted: configMap("135")},
+		{name: "a delete of a version before the write (an event still to come)", deleted: configMap("99"), wantWait: true},
+		{name: "another object of the name deleted", deleted: func() *corev1.ConfigMap { c := configMap("140"); c.UID = "b"; return c }(), wantWait: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := recorded(false, 0)
+			w.Gone(tc.deleted)
+			live := &counted{}
+			if got := w.Await(short(t), &store{}, live); got == tc.wantWait {
+				t.Errorf("Await = %v, want %v", got, !tc.wantWait)
+			}
+			if live.reads != 0 {
+				t.Errorf("the API server was read %d times", live.reads)
+			}
+		})
+	}
+}
