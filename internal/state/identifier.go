@@ -31,63 +31,9 @@ func (s State) Renamed(from, to string) State {
 		}
 		return name
 	}
-	swapAll := func(names []string) []string {
-		if !slices.Contains(names, from) {
-			return names
-		}
-		c := slices.Clone(names)
-		for i := range c {
-			c[i] = swap(c[i])
-		}
-		return c
-	}
 	for i, it := range s.Interfaces {
+		it = it.renamed(swap)
 		it.Name = swap(it.Name)
-		if it.CopyMACFrom != nil {
-			v := swap(*it.CopyMACFrom)
-			it.CopyMACFrom = &v
-		}
-		if b := it.LinkAggregation; b != nil {
-			c := *b
-			c.Port = swapAll(b.Port)
-			it.LinkAggregation = &c
-		}
-		if b := it.Bridge; b != nil {
-			c := *b
-			c.Port = slices.Clone(b.Port)
-			for j, bp := range c.Port {
-				c.Port[j].Name = swap(bp.Name)
-				if b := bp.LinkAggregation; b != nil {
-					bond := *b
-					bond.Port = slices.Clone(b.Port)
-					for k := range bond.Port {
-						bond.Port[k].Name = swap(bond.Port[k].Name)
-					}
-					c.Port[j].LinkAggregation = &bond
-				}
-			}
-			it.Bridge = &c
-		}
-		if v := it.VRF; v != nil {
-			c := *v
-			c.Port = swapAll(v.Port)
-			it.VRF = &c
-		}
-		if v := it.VLAN; v != nil {
-			c := *v
-			c.BaseIface = swap(v.BaseIface)
-			it.VLAN = &c
-		}
-		if v := it.MACVLAN; v != nil {
-			c := *v
-			c.BaseIface = swap(v.BaseIface)
-			it.MACVLAN = &c
-		}
-		if v := it.VXLAN; v != nil {
-			c := *v
-			c.BaseIface = swap(v.BaseIface)
-			it.VXLAN = &c
-		}
 		out.Interfaces[i] = it
 	}
 	if s.Routes != nil {

@@ -17,14 +17,16 @@ func Order(s State) ([]Interface, error) {
 	}
 	// deps[x] are the interfaces x needs before it exists.
 	deps := map[string][]string{}
-	base := map[string]string{} // the interface each is built on (BaseIface)
+	base := map[string]string{} // the interface each is built on
 	for _, it := range s.Interfaces {
-		if b, _ := it.BaseIface(); b != "" {
-			base[it.Name] = b
-			deps[it.Name] = append(deps[it.Name], b)
-		}
-		for _, port := range it.portNames() {
-			deps[port] = append(deps[port], it.Key()) // br-ex's internal interface after the bridge br-ex
+		for _, r := range it.refsOf(RefBase, RefPort) {
+			switch r.Kind {
+			case RefBase:
+				base[it.Name] = r.Name
+				deps[it.Name] = append(deps[it.Name], r.Name)
+			case RefPort:
+				deps[r.Name] = append(deps[r.Name], it.Key()) // br-ex's internal interface after the bridge br-ex
+			}
 		}
 	}
 	// A port built on its own controller (a VLAN of br0 that is also br0's port) orders

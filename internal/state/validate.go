@@ -99,8 +99,8 @@ func Validate(s State) field.Errors {
 		if it.MTU != nil && *it.MTU < 1280 && it.IPv6 != nil && it.IPv6.Enabled != nil && *it.IPv6.Enabled {
 			fail(join(p, "mtu"), "%d is below 1280, the IPv6 minimum, while ipv6 is enabled", *it.MTU)
 		}
-		for _, ref := range it.portRefs() {
-			port := ref.name
+		for _, ref := range it.refsOf(RefPort) {
+			port := ref.Name
 			if prev, ok := controllerOf[port]; ok && prev != it.Name {
 				fail(join(p, portField(it)), "%q is already a port of %q; an interface has one controller", port, prev)
 			}
@@ -119,9 +119,9 @@ func Validate(s State) field.Errors {
 			continue
 		}
 		p := index("interfaces", i)
-		for _, ref := range it.references() {
-			if j, ok := byName[ref.name]; ok && s.Interfaces[j].State == Absent {
-				fail(join(p, ref.field), "%q is removed by interfaces[%d] (state: absent) in the same desired state", ref.name, j)
+		for _, ref := range it.refsOf(RefBase, RefPort) {
+			if j, ok := byName[ref.Name]; ok && s.Interfaces[j].State == Absent {
+				fail(join(p, ref.Field), "%q is removed by interfaces[%d] (state: absent) in the same desired state", ref.Name, j)
 			}
 		}
 	}
@@ -577,77 +577,4 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 	if r.State == "absent" && r.Destination == "" && r.NextHopInterface == "" && r.NextHopAddress == "" && (r.TableID == nil || *r.TableID == 0) {
 		fail(p, "an absent route must name a destination, next-hop-interface, next-hop-address or table-id: every field left out matches any route, so this one would remove them all")
 	}
-}
-
-// portNames are the interfaces this one controls.
-func (it Interface) portNames() []string {
-	refs := it.portRefs()
-	names := make([]string, len(refs))
-	for i, r := range refs {
-		names[i] = r.name
-	}
-	return names
-}
-
-// portRefs are the interfaces that are this one's ports, each with the field naming it:
-// an OVS bond's members are its bridge's ports (the bond is an OVSDB port, no interface).
-func (it Interface) portRefs() []reference {
-	var refs []reference
-	switch {
-	case it.LinkAggregation != nil:
-		for i, p := range it.LinkAggregation.Port {
-			refs = append(refs, reference{index("link-aggregation.port", i), p})
-		}
-	case it.Bridge != nil:
-		for i, p := range it.Bridge.Port {
-			if b := p.LinkAggregation; b != nil {
-				for j, m := range b.Port {
-					refs = append(refs, reference{index(join(index("bridge.port", i), "link-aggregation.port"), j), m.Name})
-				}
-				continue
-			}
-			refs = append(refs, reference{index("bridge.port", i), p.Name})
-		}
-	case it.VRF != nil:
-		for i, p := range it.VRF.Port {
-			refs = append(refs, reference{index("vrf.port", i), p})
-		}
-	}
-	return refs
-}
-
-func portField(it Interface) string {
-	switch {
-	case it.LinkAggregation != nil:
-		return "link-aggregation.port"
-	case it.Bridge != nil:
-		return "bridge.port"
-	}
-	return "vrf.port"
-}
-
-// reference is an interface this one needs, and the field that names it.
-type reference struct{ field, name string }
-
-// BaseIface is the interface this one is built on (a VLAN's, MAC-VLAN's or VXLAN's
-// base-iface), and the field that names it; "" for none.
-func (it Interface) BaseIface() (name, field string) {
-	switch {
-	case it.VLAN != nil:
-		return it.VLAN.BaseIface, "vlan.base-iface"
-	case it.MACVLAN != nil:
-		return it.MACVLAN.BaseIface, "mac-vlan.base-iface"
-	case it.VXLAN != nil:
-		return it.VXLAN.BaseIface, "vxlan.base-iface"
-	}
-	return "", ""
-}
-
-// references are the interfaces this one needs: its base interface and its ports.
-func (it Interface) references() []reference {
-	var refs []reference
-	if name, field := it.BaseIface(); name != "" {
-		refs = append(refs, reference{field, name})
-	}
-	return append(refs, it.portRefs()...)
 }
