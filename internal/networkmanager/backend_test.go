@@ -53,3 +53,21 @@ func TestMACVLANModesMapped(t *testing.T) {
 		}
 	}
 }
+
+// Every interface kind the schema takes has both parts in this engine: a connection type
+// to write it with and a device type to read it back as. A kind added to the schema alone
+// fails here.
+func TestEveryKindHasBothParts(t *testing.T) {
+	read := map[state.InterfaceType]bool{}
+	for _, typ := range deviceType {
+		read[typ] = true
+	}
+	for _, typ := range state.SupportedTypes {
+		if connType[typ] == "" {
+			t.Errorf("%s: no NetworkManager connection type to write it with", typ)
+		}
+		if !read[typ] {
+			t.Errorf("%s: no NetworkManager device type to read it back as", typ)
+		}
+	}
+}
