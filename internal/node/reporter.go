@@ -23,7 +23,8 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
-// The reporter's write spacing unless set (Reporter.MinInterval, Reporter.MaxInterval).
+// DefaultMinInterval and DefaultMaxInterval are the reporter's write spacing unless set
+// (Reporter.MinInterval, Reporter.MaxInterval).
 const DefaultMinInterval, DefaultMaxInterval = 5 * time.Second, 20 * time.Second
 
 // Reporter keeps the node's NodeNetworkState current: it reads the state when the backend
