@@ -23,6 +23,9 @@ const Timeout = 5 * time.Second
 type Writes struct {
 	mu      sync.Mutex
 	written map[client.ObjectKey]write
+	// gone: objects the cache saw deleted while an Await had the writes out; that Await
+	// drops the writes they supersede, and clears them.
+	gone map[client.ObjectKey]client.Object
 }
 
 type write struct {
@@ -61,9 +64,28 @@ func (w *Writes) Gone(obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := client.ObjectKeyFromObject(obj)
-	if wr, ok := w.written[key]; ok && !wr.deleted && wr.obj.GetUID() == obj.GetUID() && atOrAfter(obj, wr.obj) {
+	if wr, ok := w.written[key]; ok && supersededBy(wr, obj) {
 		delete(w.written, key)
+		return
 	}
+	if w.gone == nil {
+		w.gone = map[client.ObjectKey]client.Object{}
+	}
+	w.gone[key] = obj.DeepCopyObject().(client.Object)
+}
+
+// supersededBy: the write was to deleted (the same object, at or before the version
+// deleted).
+func supersededBy(wr write, deleted client.Object) bool {
+	return !wr.deleted && wr.obj.GetUID() == deleted.GetUID() && atOrAfter(deleted, wr.obj)
+}
+
+// goneSince: the cache saw the object of want deleted since it was written.
+func (w *Writes) goneSince(want write) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	deleted, ok := w.gone[client.ObjectKeyFromObject(want.obj)]
+	return ok && supersededBy(want, deleted)
 }
 
 func (w *Writes) record(wr write) {
@@ -96,17 +118,18 @@ func (w *Writes) Await(ctx context.Context, cache, live client.Reader) bool {
 		// Each write is looked at at least once, after the timeout too (the poll's first look
 		// is immediate).
 		if wait.PollUntilContextCancel(waiting, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-			return observed(ctx, cache, want), nil
+			return observed(ctx, cache, want) || w.goneSince(want), nil
 		}) == nil || time.Since(want.at) >= AskAfter && superseded(ctx, cache, live, want) || time.Since(want.at) >= Forget {
 			continue
 		}
 		unseen[k] = want
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gone = nil // each was for a write this Await had out, or for none
 	if len(unseen) == 0 {
 		return true
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.written == nil {
 		w.written = map[client.ObjectKey]write{}
 	}

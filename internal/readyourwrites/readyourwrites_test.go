@@ -203,3 +203,26 @@ func TestGone(t *testing.T) {
 		})
 	}
 }
+
+// TestGoneDuringAwait: a delete the cache sees while an Await is waiting for the write
+// ends that wait, without a read of the API server.
+func TestGoneDuringAwait(t *testing.T) {
+	w := recorded(false, 0)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		w.Gone(configMap("120"))
+	}()
+	live := &counted{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	if !w.Await(ctx, &store{}, live) {
+		t.Fatal("Await waits for a write to an object deleted since")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Await took %v after the delete", took)
+	}
+	if live.reads != 0 || len(w.gone) != 0 {
+		t.Errorf("%d reads of the API server, %d deletes kept", live.reads, len(w.gone))
+	}
+}
