@@ -611,27 +611,38 @@ func (r *run) controllerLog(ctx context.Context, since time.Time) {
 // kubelet keeps its log under /var/log/pods, each line stamped with its time) into s, and
 // what it logged from start until the policy was Available.
 func (r *run) handlerFigures(ctx context.Context, n *lc.Node, policy string, start time.Time, s *ApplySplit) error {
-	out, err := n.Run(ctx, "sh", "-c", "cat /var/log/pods/"+r.w.Namespace+"_"+r.w.Handler+"-*/handler/*.log")
-	if err != nil {
-		return err
-	}
 	var line map[string]any
 	var at time.Time
-	for _, l := range strings.Split(out, "\n") {
-		stamp, rest, _ := strings.Cut(l, " ")
-		t, err := time.Parse(time.RFC3339Nano, stamp)
-		i := strings.Index(rest, "{")
-		if err != nil || i < 0 || t.Before(start) || s.Available > 0 && t.After(start.Add(s.Available)) {
-			continue
+	// The container runtime writes and stamps a line when it reads it from the handler's
+	// output, which can be after the enactment the handler wrote next was seen Available:
+	// the file is read again for a few seconds, and the applied line taken up to 2 s past.
+	for try := 0; line == nil && try < 10; try++ {
+		if try > 0 {
+			time.Sleep(500 * time.Millisecond)
 		}
-		var m map[string]any
-		if json.Unmarshal([]byte(rest[i:]), &m) != nil {
-			continue
+		out, err := n.Run(ctx, "sh", "-c", "cat /var/log/pods/"+r.w.Namespace+"_"+r.w.Handler+"-*/handler/*.log")
+		if err != nil {
+			return err
 		}
-		msg, _ := m["msg"].(string)
-		s.Log = append(s.Log, fmt.Sprintf("+%s %s", t.Sub(start).Round(10*time.Millisecond), msg))
-		if msg == "applied" && strings.Contains(rest, `"`+policy+`/`) {
-			line, at = m, t
+		s.Log = nil
+		for _, l := range strings.Split(out, "\n") {
+			stamp, rest, _ := strings.Cut(l, " ")
+			t, err := time.Parse(time.RFC3339Nano, stamp)
+			i := strings.Index(rest, "{")
+			if err != nil || i < 0 || t.Before(start) || s.Available > 0 && t.After(start.Add(s.Available+2*time.Second)) {
+				continue
+			}
+			var m map[string]any
+			if json.Unmarshal([]byte(rest[i:]), &m) != nil {
+				continue
+			}
+			msg, _ := m["msg"].(string)
+			if s.Available == 0 || !t.After(start.Add(s.Available)) {
+				s.Log = append(s.Log, fmt.Sprintf("+%s %s", t.Sub(start).Round(10*time.Millisecond), msg))
+			}
+			if msg == "applied" && strings.Contains(rest, `"`+policy+`/`) {
+				line, at = m, t
+			}
 		}
 	}
 	if line == nil {
