@@ -14,6 +14,7 @@ import (
 	"github.com/godbus/dbus/v5"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
@@ -230,12 +231,9 @@ type ApplyError struct {
 	RollbackErr error
 }
 
+// Error says it as the seam's ApplyError does, which BackendError maps it to.
 func (e *ApplyError) Error() string {
-	msg := e.Reason + "; rolled back"
-	if e.RollbackErr != nil {
-		msg = e.Reason + "; ROLLBACK FAILED: " + e.RollbackErr.Error()
-	}
-	return msg
+	return (&backend.ApplyError{Reason: e.Reason, RollbackErr: e.RollbackErr}).Error()
 }
 
 func (e *ApplyError) Unwrap() error { return e.RollbackErr }

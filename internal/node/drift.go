@@ -62,12 +62,6 @@ func (h *Handler) driftedNow() map[string]string {
 	return maps.Clone(h.drift.byName)
 }
 
-func (h *Handler) drifted(name string) string {
-	h.drift.mu.Lock()
-	defer h.drift.mu.Unlock()
-	return h.drift.byName[name]
-}
-
 func (h *Handler) setDrifted(name, msg string) {
 	h.drift.mu.Lock()
 	if msg == "" {

@@ -39,8 +39,6 @@ func TestCommittedIn(t *testing.T) {
 	}
 }
 
-func ref[T any](v T) *T { return &v }
-
 func TestDecideDrift(t *testing.T) {
 	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
 	addr := []string{"eth1: address 192.0.2.5/24 missing"}

@@ -26,7 +26,7 @@ func TestReferences(t *testing.T) {
 			want: []string{ref(RefPort, "bridge.port[0]", "eth1"), ref(RefPort, "bridge.port[1].link-aggregation.port[0]", "eth2"),
 				ref(RefPort, "bridge.port[1].link-aggregation.port[1]", "eth3")}},
 		{name: "a VRF: its ports", it: Interface{VRF: &VRFConfig{Port: []string{"eth1"}}}, want: []string{ref(RefPort, "vrf.port[0]", "eth1")}},
-		{name: "a MAC source", it: Interface{CopyMACFrom: strPtr("eth1"), LinkAggregation: &BondConfig{Port: []string{"eth1"}}},
+		{name: "a MAC source", it: Interface{CopyMACFrom: ptr("eth1"), LinkAggregation: &BondConfig{Port: []string{"eth1"}}},
 			want: []string{ref(RefPort, "link-aggregation.port[0]", "eth1"), ref(RefMACSource, "copy-mac-from", "eth1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func hasSection(v reflect.Value) bool {
 func TestRenamedLeavesTheOriginal(t *testing.T) {
 	s := State{Interfaces: []Interface{
 		{Name: "br0", Type: LinuxBridge, Bridge: &BridgeConfig{Port: []BridgePort{{Name: "eth1"}}}},
-		{Name: "bond0", Type: Bond, LinkAggregation: &BondConfig{Port: []string{"eth1"}}, CopyMACFrom: strPtr("eth1")},
+		{Name: "bond0", Type: Bond, LinkAggregation: &BondConfig{Port: []string{"eth1"}}, CopyMACFrom: ptr("eth1")},
 		{Name: "eth1.10", Type: VLAN, VLAN: &VLANConfig{BaseIface: "eth1", ID: 10}},
 	}}
 	r := s.Renamed("eth1", "enp7s0")
@@ -143,4 +143,3 @@ func TestRenamedLeavesTheOriginal(t *testing.T) {
 		}
 	}
 }
-func strPtr(s string) *string { return &s }

@@ -240,7 +240,7 @@ func iface(s *State, name string) *Interface {
 	panic(name)
 }
 
-func ptr(i int) *int { return &i }
+func ptr[T any](v T) *T { return &v }
 
 // mustParseCurrent reads a state as a backend reports it: no validation, running sections.
 func mustParseCurrent(t *testing.T, doc string) State {
