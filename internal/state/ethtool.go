@@ -14,11 +14,18 @@ import (
 // names (ethtool -k), the ring sizes (-g), the interrupt coalescing (-c) and the pause
 // frames (-a), each by nmstate's names.
 type EthtoolConfig struct {
-	Feature  map[string]bool `json:"feature,omitempty"`
+	_ struct{} `key:"fec" refused:"NetworkManager 1.42 has no FEC setting"`
+	_ struct{} `key:"channels" refused:"not applied yet"`
+	_ struct{} `key:"msglvl" refused:"not applied yet"`
+
+	Feature  FeatureSwitches `json:"feature,omitempty"`
 	Ring     EthtoolValues   `json:"ring,omitempty"`
 	Coalesce EthtoolValues   `json:"coalesce,omitempty"`
 	Pause    *EthtoolPause   `json:"pause,omitempty"`
 }
+
+// FeatureSwitches are offload features by their kernel names, each on or off.
+type FeatureSwitches map[string]bool
 
 // EthtoolValues are ring or coalesce parameters by nmstate's name: 32-bit counts, except
 // coalesce's adaptive-rx and adaptive-tx, switches (1 on), written as booleans as nmstate
@@ -113,52 +120,32 @@ var EthtoolFeatures = func() map[string]string {
 	return m
 }()
 
-func (d *decoder) ethtool(path string, v any) *EthtoolConfig {
-	m, ok := d.object(path, v, []string{"feature", "ring", "coalesce", "pause"}, map[string]string{
-		"fec": "NetworkManager 1.42 has no FEC setting", "channels": "not applied yet", "msglvl": "not applied yet"})
+// decodeValue reads the features by their kernel names, each on or off.
+func (f *FeatureSwitches) decodeValue(d *decoder, path string, v any) bool {
+	m, ok := d.object(path, v, slices.Sorted(maps.Keys(EthtoolFeatures)), nil)
 	if !ok {
-		return nil
+		return false
 	}
-	c := &EthtoolConfig{}
-	if v, ok := m["feature"]; ok {
-		fm, ok := d.object(join(path, "feature"), v, slices.Sorted(maps.Keys(EthtoolFeatures)), nil)
-		if ok {
-			c.Feature = map[string]bool{}
-			for k, fv := range fm {
-				if b := d.boolean(join(path, "feature."+k), fv); b != nil {
-					c.Feature[k] = *b
-				}
-			}
+	*f = FeatureSwitches{}
+	for k, fv := range m {
+		if b := d.boolean(join(path, k), fv); b != nil {
+			(*f)[k] = *b
 		}
 	}
-	if v, ok := m["ring"]; ok {
-		c.Ring = d.ethtoolValues(join(path, "ring"), v, EthtoolRing, []string{"rx-max", "rx-jumbo-max", "rx-mini-max", "tx-max"})
-	}
-	if v, ok := m["coalesce"]; ok {
-		c.Coalesce = d.ethtoolValues(join(path, "coalesce"), v, EthtoolCoalesce, nil)
-	}
-	if v, ok := m["pause"]; ok {
-		if pm, ok := d.object(join(path, "pause"), v, []string{"autoneg", "rx", "tx"}, nil); ok {
-			c.Pause = &EthtoolPause{}
-			for _, f := range []struct {
-				key string
-				dst **bool
-			}{{"autoneg", &c.Pause.Autoneg}, {"rx", &c.Pause.RX}, {"tx", &c.Pause.TX}} {
-				if v, ok := pm[f.key]; ok {
-					*f.dst = d.boolean(join(path, "pause."+f.key), v)
-				}
-			}
-		}
-	}
-	return c
+	return true
 }
 
-// ethtoolValues reads ring or coalesce parameters; readOnly are keys nmstate shows and
-// ignores when applying (a ring's maximums), accepted so a shown state applies back.
-func (d *decoder) ethtoolValues(path string, v any, known, readOnly []string) EthtoolValues {
+// decodeValue reads ring or coalesce parameters, as the key they are under says. A
+// ring's maximums are what nmstate shows and ignores when applying, accepted so that a
+// shown state applies back.
+func (ev *EthtoolValues) decodeValue(d *decoder, path string, v any) bool {
+	known, readOnly := EthtoolCoalesce, []string(nil)
+	if d.keys[len(d.keys)-1] == "ring" {
+		known, readOnly = EthtoolRing, []string{"rx-max", "rx-jumbo-max", "rx-mini-max", "tx-max"}
+	}
 	m, ok := d.object(path, v, append(slices.Clone(known), readOnly...), nil)
 	if !ok {
-		return nil
+		return false
 	}
 	out := EthtoolValues{}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -178,7 +165,8 @@ func (d *decoder) ethtoolValues(path string, v any, known, readOnly []string) Et
 			out[k] = uint32(*n)
 		}
 	}
-	return out
+	*ev = out
+	return true
 }
 
 // verifyEthtool compares each stated feature, ring size, coalescing parameter and pause

@@ -215,7 +215,7 @@ func TestParseFields(t *testing.T) {
 		strings.Join(bond.LinkAggregation.Port, ",") != "eth1,eth2" || *bond.IPv4.Enabled {
 		t.Errorf("bond: %+v %+v", bond.LinkAggregation, bond.IPv4)
 	}
-	if vlan.VLAN.ID != 102 || vlan.VLAN.BaseIface != "bond0" || vlan.IPv4.Address[0] != (Address{"10.10.10.2", 24}) {
+	if vlan.VLAN.ID != 102 || vlan.VLAN.BaseIface != "bond0" || vlan.IPv4.Address[0] != (Address{IP: "10.10.10.2", PrefixLength: 24}) {
 		t.Errorf("vlan: %+v %+v", vlan.VLAN, vlan.IPv4)
 	}
 	s, _ = Parse([]byte(`interfaces: [{name: b0, link-aggregation: {mode: 802.3ad, port: [e1]}}]`))

@@ -10,27 +10,31 @@ import (
 
 // EthernetConfig is an interface's ethernet section; of it nmoverlay applies sr-iov.
 type EthernetConfig struct {
+	_ struct{} `key:"speed" refused:"not applied yet"`
+	_ struct{} `key:"duplex" refused:"not applied yet"`
+	_ struct{} `key:"auto-negotiation" refused:"not applied yet"`
+
 	SRIOV *SRIOVConfig `json:"sr-iov,omitempty"`
 }
 
 // SRIOVConfig is a physical function's virtual functions: how many, and the settings of
 // those listed (the others keep theirs).
 type SRIOVConfig struct {
-	TotalVFs         *int  `json:"total-vfs,omitempty"`
+	TotalVFs         *int  `json:"total-vfs,omitempty" nmstate:"range=0..65535"`
 	DriversAutoprobe *bool `json:"drivers-autoprobe,omitempty"`
 	VFs              []VF  `json:"vfs,omitempty"`
 }
 
 // VF is one virtual function's settings, by its index on the physical function.
 type VF struct {
-	ID         int     `json:"id"`
+	ID         int     `json:"id" nmstate:"required,range=0..65534"`
 	MACAddress *string `json:"mac-address,omitempty"`
 	SpoofCheck *bool   `json:"spoof-check,omitempty"`
 	Trust      *bool   `json:"trust,omitempty"`
-	MinTxRate  *int    `json:"min-tx-rate,omitempty"`
-	MaxTxRate  *int    `json:"max-tx-rate,omitempty"`
-	VLANID     *int    `json:"vlan-id,omitempty"`
-	QoS        *int    `json:"qos,omitempty"`
+	MinTxRate  *int    `json:"min-tx-rate,omitempty" nmstate:"range=0..u32"`
+	MaxTxRate  *int    `json:"max-tx-rate,omitempty" nmstate:"range=0..u32"`
+	VLANID     *int    `json:"vlan-id,omitempty" nmstate:"range=0..4095"`
+	QoS        *int    `json:"qos,omitempty" nmstate:"range=0..7"`
 	// VLANProto is 802.1q (the default) or 802.1ad.
 	VLANProto string `json:"vlan-proto,omitempty"`
 }
@@ -44,77 +48,26 @@ const (
 // MaxVFs bounds total-vfs: the PCI SR-IOV capability counts VFs in 16 bits.
 const MaxVFs = 65535
 
-func (d *decoder) ethernet(path string, v any) *EthernetConfig {
-	m, ok := d.object(path, v, []string{"sr-iov"}, map[string]string{
-		"speed": "not applied yet", "duplex": "not applied yet", "auto-negotiation": "not applied yet"})
-	if !ok {
-		return nil
+// checkDecoded lists each VF once.
+func (c *SRIOVConfig) checkDecoded(d *decoder, path string, _ map[string]any) {
+	seen := map[int]bool{}
+	for i, vf := range c.VFs {
+		if seen[vf.ID] {
+			d.fail(join(index(join(path, "vfs"), i), "id"), "VF %d is listed twice", vf.ID)
+		}
+		seen[vf.ID] = true
 	}
-	e := &EthernetConfig{}
-	if v, ok := m["sr-iov"]; ok {
-		e.SRIOV = d.sriov(join(path, "sr-iov"), v)
-	}
-	return e
 }
 
-func (d *decoder) sriov(path string, v any) *SRIOVConfig {
-	m, ok := d.object(path, v, []string{"total-vfs", "drivers-autoprobe", "vfs"}, nil)
-	if !ok {
-		return nil
+// checkDecoded takes the VLAN protocol in either case, as nmstate does.
+func (vf *VF) checkDecoded(d *decoder, path string, m map[string]any) {
+	if _, ok := m["vlan-proto"].(string); !ok {
+		return
 	}
-	c := &SRIOVConfig{}
-	if v, ok := m["total-vfs"]; ok {
-		c.TotalVFs = d.integer(join(path, "total-vfs"), v, 0, MaxVFs)
+	vf.VLANProto = strings.ToLower(vf.VLANProto)
+	if vf.VLANProto != VLANProto8021Q && vf.VLANProto != VLANProto8021AD && vf.VLANProto != "" {
+		d.fail(join(path, "vlan-proto"), "%q is not one of 802.1q, 802.1ad", vf.VLANProto)
 	}
-	if v, ok := m["drivers-autoprobe"]; ok {
-		c.DriversAutoprobe = d.boolean(join(path, "drivers-autoprobe"), v)
-	}
-	if v, ok := m["vfs"]; ok {
-		seen := map[int]bool{}
-		for i, e := range d.list(join(path, "vfs"), v) {
-			p := index(join(path, "vfs"), i)
-			vm, ok := d.object(p, e, []string{"id", "mac-address", "spoof-check", "trust", "min-tx-rate", "max-tx-rate", "vlan-id", "qos", "vlan-proto"}, nil)
-			if !ok {
-				continue
-			}
-			vf := VF{ID: d.requiredInt(p, vm, "id", 0, MaxVFs-1)}
-			if seen[vf.ID] {
-				d.fail(join(p, "id"), "VF %d is listed twice", vf.ID)
-			}
-			seen[vf.ID] = true
-			if v, ok := vm["mac-address"]; ok {
-				s := d.str(join(p, "mac-address"), v)
-				vf.MACAddress = &s
-			}
-			if v, ok := vm["spoof-check"]; ok {
-				vf.SpoofCheck = d.boolean(join(p, "spoof-check"), v)
-			}
-			if v, ok := vm["trust"]; ok {
-				vf.Trust = d.boolean(join(p, "trust"), v)
-			}
-			if v, ok := vm["min-tx-rate"]; ok {
-				vf.MinTxRate = d.integer(join(p, "min-tx-rate"), v, 0, 1<<32-1)
-			}
-			if v, ok := vm["max-tx-rate"]; ok {
-				vf.MaxTxRate = d.integer(join(p, "max-tx-rate"), v, 0, 1<<32-1)
-			}
-			if v, ok := vm["vlan-id"]; ok {
-				vf.VLANID = d.integer(join(p, "vlan-id"), v, 0, 4095)
-			}
-			if v, ok := vm["qos"]; ok {
-				vf.QoS = d.integer(join(p, "qos"), v, 0, 7)
-			}
-			if v, ok := vm["vlan-proto"]; ok {
-				s := strings.ToLower(d.str(join(p, "vlan-proto"), v))
-				if s != VLANProto8021Q && s != VLANProto8021AD && s != "" {
-					d.fail(join(p, "vlan-proto"), "%q is not one of 802.1q, 802.1ad", s)
-				}
-				vf.VLANProto = s
-			}
-			c.VFs = append(c.VFs, vf)
-		}
-	}
-	return c
 }
 
 // validateSRIOV checks what needs the whole section: the VFs listed exist, their MAC
