@@ -250,29 +250,31 @@ func expectedInterface(sec, id string, dev map[string]any) (state.Interface, boo
 		if !hasPorts {
 			break
 		}
-		it.Bridge = &state.BridgeConfig{Port: []state.BridgePort{}}
+		b := &state.BridgeConfig{Port: []state.BridgePort{}}
 		for _, p := range ports {
-			it.Bridge.Port = append(it.Bridge.Port, state.BridgePort{Name: p})
+			b.Port = append(b.Port, state.BridgePort{Name: p})
 		}
 		if params, ok := dev["parameters"].(map[string]any); ok {
 			if stp, ok := boolOf(params["stp"]); ok {
-				it.Bridge.Options = &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}
+				b.Options = &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}
 			}
 		}
+		it.Section = b
 	case "bonds":
 		if !hasPorts {
 			break
 		}
-		it.LinkAggregation = &state.BondConfig{Port: ports}
+		b := &state.BondConfig{Port: ports}
 		if params, ok := dev["parameters"].(map[string]any); ok {
 			if mode, ok := params["mode"].(string); ok {
-				it.LinkAggregation.Mode = state.BondMode(mode)
+				b.Mode = state.BondMode(mode)
 			}
 		}
+		it.Section = b
 	case "vlans":
 		id, _ := dev["id"].(float64)
 		link, _ := dev["link"].(string)
-		it.VLAN = &state.VLANConfig{ID: int(id), BaseIface: link}
+		it.Section = &state.VLANConfig{ID: int(id), BaseIface: link}
 	}
 	return it, true
 }

@@ -391,7 +391,7 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 }
 
 // stages split the activations so that an interface built on another one being activated
-// (a VLAN, MAC-VLAN or VXLAN on a new bond) starts only once that one is up: the kernel
+// (a VLAN on a new bond) starts only once that one is up: the kernel
 // link is created with the MAC its base has then, and a bond takes its first port's MAC
 // only when the port joins, so a VLAN made earlier keeps the bond's first, random MAC and
 // never sees its DHCP server's answers. An OVS port starts once its bridge has started,
@@ -488,12 +488,10 @@ func drifted(current func() (state.State, error), it state.Interface, desired st
 	if err != nil {
 		return true // cannot tell: activating again is harmless
 	}
-	if it.Type == state.OVSBridge && it.Bridge != nil {
+	if it.Type == state.OVSBridge {
 		// Its ports are profiles of their own, each judged as such: starting the bridge
 		// again would only take them all off it.
-		b := *it.Bridge
-		b.Port = nil
-		it.Bridge = &b
+		it = withoutPorts(it)
 	}
 	one := state.State{Interfaces: []state.Interface{it}}
 	if desired.Routes != nil {
@@ -683,7 +681,7 @@ func (c *Client) kernelDevice(ctx context.Context, name string) (dbus.ObjectPath
 		return "", err
 	}
 	var typ uint32
-	if err := c.prop(dev, nmdbus.DeviceIface, "DeviceType", &typ); err != nil || !ovsOnly(deviceType[typ]) {
+	if err := c.prop(dev, nmdbus.DeviceIface, "DeviceType", &typ); err != nil || !ovsOnly(typeOfDevice(typ)) {
 		return dev, err
 	}
 	var all []dbus.ObjectPath
@@ -693,7 +691,7 @@ func (c *Client) kernelDevice(ctx context.Context, name string) (dbus.ObjectPath
 	for _, d := range all {
 		var iface string
 		if c.prop(d, nmdbus.DeviceIface, "Interface", &iface) == nil && iface == name &&
-			c.prop(d, nmdbus.DeviceIface, "DeviceType", &typ) == nil && !ovsOnly(deviceType[typ]) {
+			c.prop(d, nmdbus.DeviceIface, "DeviceType", &typ) == nil && !ovsOnly(typeOfDevice(typ)) {
 			return d, nil
 		}
 	}

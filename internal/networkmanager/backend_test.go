@@ -54,20 +54,28 @@ func TestMACVLANModesMapped(t *testing.T) {
 	}
 }
 
-// Every interface kind the schema takes has both parts in this engine: a connection type
-// to write it with and a device type to read it back as. A kind added to the schema alone
-// fails here.
-func TestEveryKindHasBothParts(t *testing.T) {
-	read := map[state.InterfaceType]bool{}
-	for _, typ := range deviceType {
-		read[typ] = true
+// Every interface kind the schema takes has its parts in this engine: a connection type
+// to write it with, a device type to read it back as and, for a kind with a section, the
+// writing and reading of it. A kind added to the schema alone fails here.
+func TestEveryKindHasItsParts(t *testing.T) {
+	byDevice := map[uint32]state.InterfaceType{}
+	for typ, k := range kinds {
+		if prev, dup := byDevice[k.deviceType]; dup {
+			t.Errorf("%s and %s have the same device type %d", prev, typ, k.deviceType)
+		}
+		byDevice[k.deviceType] = typ
 	}
 	for _, typ := range state.SupportedTypes {
-		if connType[typ] == "" {
-			t.Errorf("%s: no NetworkManager connection type to write it with", typ)
+		k := kinds[typ]
+		if k == nil || k.connType == "" || k.deviceType == 0 {
+			t.Errorf("%s: no NetworkManager connection type to write it with, or device type to read it back as", typ)
 		}
-		if !read[typ] {
-			t.Errorf("%s: no NetworkManager device type to read it back as", typ)
+	}
+	for _, s := range state.Sections() {
+		for _, typ := range s.Types() {
+			if k := kinds[typ]; k == nil || k.write == nil || k.read == nil {
+				t.Errorf("%s: its %s section is not written or not read back", typ, s.Key())
+			}
 		}
 	}
 }

@@ -122,9 +122,9 @@ func (s settings) owned() bool { return s.userData(OwnerKey) == OwnerValue }
 func (s settings) key() string {
 	it := state.Interface{Name: s.str("connection", "interface-name")}
 	switch s.str("connection", "type") {
-	case connType[state.OVSBridge]:
+	case kinds[state.OVSBridge].connType:
 		it.Type = state.OVSBridge
-	case connType[state.OVSPort]:
+	case kinds[state.OVSPort].connType:
 		it.Type = state.OVSPort
 	}
 	return it.Key()

@@ -15,33 +15,14 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
-// connType is NetworkManager's connection.type for each nmstate interface type.
-var connType = map[state.InterfaceType]string{
-	state.Ethernet:     "802-3-ethernet",
-	state.Bond:         "bond",
-	state.VLAN:         "vlan",
-	state.LinuxBridge:  "bridge",
-	state.Dummy:        "dummy",
-	state.MACVLAN:      "macvlan",
-	state.VXLAN:        "vxlan",
-	state.VRF:          "vrf",
-	state.Veth:         "veth",
-	state.OVSBridge:    "ovs-bridge",
-	state.OVSPort:      "ovs-port",
-	state.OVSInterface: "ovs-interface",
-	state.InfiniBand:   "infiniband",
-}
-
-var macvlanMode = map[string]uint32{"vepa": 1, "bridge": 2, "private": 3, "passthru": 4, "source": 5}
-
 // portOf says which controller an interface is a port of.
 type portOf struct {
 	// controller is the controller's interface name, or for OVS its profile's UUID.
 	controller string
-	kind       string // bond, bridge, vrf, ovs-bridge or ovs-port: NetworkManager's slave-type
+	kind       string // NetworkManager's slave-type: bond, bridge, ovs-port...
 	bridgeVLAN *state.BridgeVLAN
-	// keepsIP: the port has an IP configuration of its own (a VRF's port, an OVS
-	// interface); a bond's or bridge's port has none.
+	// keepsIP: the port has an IP configuration of its own (a layer-3 controller's port,
+	// an OVS interface); a bond's or bridge's port has none.
 	keepsIP bool
 	// bridge is the OVS bridge's name, for an OVS port or its interface.
 	bridge string
@@ -64,7 +45,7 @@ type profileExtras struct {
 var ipFamilies = [2]string{"ipv4", "ipv6"}
 
 // l2Port: the interface is a bond or bridge port, which has no IP configuration of its
-// own; a VRF port does (a VRF is a layer-3 domain), and so does an OVS interface.
+// own; a layer-3 controller's port does, and so does an OVS interface.
 func (p profileExtras) l2Port() bool { return p.port != nil && !p.port.keepsIP }
 
 // dnsSettings is the static DNS one interface carries, by family (0 IPv4, 1 IPv6); empty
@@ -80,18 +61,14 @@ type dnsSettings struct {
 // nmstate does for partial states. uuid is the owned profile's uuid (new or kept).
 func buildProfile(it state.Interface, typ state.InterfaceType, base settings, baseUUID string, p profileExtras, uuid string) (settings, error) {
 	s := profileFromBase(base, typ)
-	ct, ok := connType[typ]
+	k, ok := kinds[typ]
 	if !ok {
 		return nil, fmt.Errorf("%s: type %q is not supported", it.Name, typ)
 	}
-	setConnection(s, it, ct, uuid, baseUUID, inputDigest(it, typ, baseUUID, p))
+	setConnection(s, it, k.connType, uuid, baseUUID, inputDigest(it, typ, baseUUID, p))
 
-	// The link layer's section: an InfiniBand port's is its own.
-	link := "802-3-ethernet"
-	if typ == state.InfiniBand {
-		link = "infiniband"
-	}
-	if it.MTU != nil && typ != state.VRF {
+	link := k.link
+	if it.MTU != nil && !k.noMTU {
 		s.set(link, "mtu", uint32(*it.MTU))
 	}
 	switch {
@@ -104,7 +81,9 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
 	}
 
-	setTypeSection(s, it, typ, p)
+	if k.write != nil {
+		k.write(s, it, p)
+	}
 	if typ == state.Ethernet && it.Ethernet != nil && it.Ethernet.SRIOV != nil {
 		setSRIOV(s, it.Ethernet.SRIOV)
 	}
@@ -131,7 +110,7 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 // what the desired state does not name is kept; otherwise the profile starts empty.
 func profileFromBase(base settings, typ state.InterfaceType) settings {
 	s := settings{}
-	if base != nil && base.str("connection", "type") == connType[typ] {
+	if k := kinds[typ]; base != nil && k != nil && base.str("connection", "type") == k.connType {
 		for sec, kv := range base {
 			s[sec] = map[string]dbus.Variant{}
 			for k, v := range kv {
@@ -187,214 +166,6 @@ func setConnection(s settings, it state.Interface, ct, uuid, baseUUID, digest st
 	}
 }
 
-// setTypeSection writes the section of the interface's type (bond, bridge, vlan, ...).
-func setTypeSection(s settings, it state.Interface, typ state.InterfaceType, p profileExtras) {
-	switch typ {
-	case state.OVSBridge:
-		// No autoconnect-slaves: the engine starts each OVS port and interface itself, and
-		// one NetworkManager started when the bridge came up would replace it midway.
-		setOVSBridgeSection(s, it.Bridge)
-	case state.OVSPort:
-		setOVSPortSection(s, p.ovsVLAN)
-		setOVSBond(s, p.ovsBond)
-	case state.OVSInterface:
-		kind := "internal"
-		if it.Patch != nil {
-			kind = "patch"
-			s.set("ovs-patch", "peer", it.Patch.Peer)
-		}
-		s.set("ovs-interface", "type", kind)
-	case state.Bond:
-		if b := it.LinkAggregation; b != nil {
-			opts := map[string]string{"mode": string(b.Mode)}
-			for k, v := range b.Options {
-				opts[k] = v
-			}
-			s.set("bond", "options", opts)
-		}
-		s.set("connection", "autoconnect-slaves", int32(1))
-	case state.VLAN:
-		if v := it.VLAN; v != nil {
-			s.set("vlan", "id", uint32(v.ID))
-			s.set("vlan", "parent", v.BaseIface)
-		}
-	case state.LinuxBridge:
-		setBridgeSection(s, it.Bridge)
-		s.set("connection", "autoconnect-slaves", int32(1))
-	case state.VRF:
-		if v := it.VRF; v != nil {
-			s.set("vrf", "table", uint32(v.RouteTableID))
-		}
-		s.set("connection", "autoconnect-slaves", int32(1))
-	case state.MACVLAN:
-		if m := it.MACVLAN; m != nil {
-			s.set("macvlan", "parent", m.BaseIface)
-			s.set("macvlan", "mode", macvlanMode[m.Mode])
-			s.set("macvlan", "tap", false)
-			if m.Promiscuous != nil {
-				s.set("macvlan", "promiscuous", *m.Promiscuous)
-			}
-		}
-	case state.VXLAN:
-		if x := it.VXLAN; x != nil {
-			s.set("vxlan", "id", uint32(x.ID))
-			if x.BaseIface != "" {
-				s.set("vxlan", "parent", x.BaseIface)
-			}
-			s.set("vxlan", "remote", x.Remote)
-			if x.Local != "" {
-				s.set("vxlan", "local", x.Local)
-			}
-			if x.DestinationPort != nil {
-				s.set("vxlan", "destination-port", uint32(*x.DestinationPort))
-			}
-		}
-	case state.Veth:
-		if v := it.Veth; v != nil {
-			s.set("veth", "peer", v.Peer)
-		}
-	case state.InfiniBand:
-		if ib := it.InfiniBand; ib != nil {
-			if ib.Mode != "" {
-				s.set("infiniband", "transport-mode", ib.Mode)
-			}
-			if ib.PKey != nil && *ib.PKey != state.DefaultPKey {
-				s.set("infiniband", "p-key", int32(*ib.PKey))
-			}
-			if ib.BaseIface != "" {
-				s.set("infiniband", "parent", ib.BaseIface)
-			}
-		}
-		if _, ok := s["infiniband"]; !ok {
-			s["infiniband"] = map[string]dbus.Variant{}
-		}
-	case state.Dummy:
-		if _, ok := s["dummy"]; !ok {
-			s["dummy"] = map[string]dbus.Variant{}
-		}
-	}
-}
-
-// setBridgeSection writes the bridge section: STP if the desired state sets it, and VLAN
-// filtering on when any port filters. The section is written even when empty.
-func setBridgeSection(s settings, b *state.BridgeConfig) {
-	if b != nil {
-		if b.Options != nil && b.Options.STP != nil && b.Options.STP.Enabled != nil {
-			s.set("bridge", "stp", *b.Options.STP.Enabled)
-		}
-		filtering := false
-		for _, port := range b.Port {
-			filtering = filtering || port.VLAN != nil
-		}
-		s.set("bridge", "vlan-filtering", filtering)
-	}
-	if _, ok := s["bridge"]; !ok {
-		s["bridge"] = map[string]dbus.Variant{}
-	}
-}
-
-// setOVSBridgeSection writes the ovs-bridge section: the options the desired state sets,
-// on top of what the base has. The section is written even when empty.
-func setOVSBridgeSection(s settings, b *state.BridgeConfig) {
-	if _, ok := s["ovs-bridge"]; !ok {
-		s["ovs-bridge"] = map[string]dbus.Variant{}
-	}
-	if b == nil || b.Options == nil {
-		return
-	}
-	o := b.Options
-	if o.STP != nil && o.STP.Enabled != nil {
-		s.set("ovs-bridge", "stp-enable", *o.STP.Enabled)
-	}
-	if o.RSTP != nil {
-		s.set("ovs-bridge", "rstp-enable", *o.RSTP)
-	}
-	if o.MCastSnoopingEnable != nil {
-		s.set("ovs-bridge", "mcast-snooping-enable", *o.MCastSnoopingEnable)
-	}
-	if o.FailMode != nil {
-		s.set("ovs-bridge", "fail-mode", *o.FailMode)
-	}
-	if o.Datapath != nil {
-		s.set("ovs-bridge", "datapath-type", *o.Datapath)
-	}
-}
-
-// setOVSPortSection writes an OVS port's VLAN mode, tag and trunks: none, an access port,
-// or a trunk, native-untagged with enable-native.
-func setOVSPortSection(s settings, v *state.BridgeVLAN) {
-	s["ovs-port"] = map[string]dbus.Variant{}
-	if v == nil {
-		return
-	}
-	switch {
-	case v.Mode == "access":
-		s.set("ovs-port", "vlan-mode", "access")
-	case v.EnableNative != nil && *v.EnableNative:
-		s.set("ovs-port", "vlan-mode", "native-untagged")
-	default:
-		s.set("ovs-port", "vlan-mode", "trunk")
-	}
-	if v.Tag != nil {
-		s.set("ovs-port", "tag", uint32(*v.Tag))
-	}
-	trunks := []map[string]dbus.Variant{}
-	for _, t := range v.TrunkTags {
-		start, end := 0, 0
-		switch {
-		case t.ID != nil:
-			start, end = *t.ID, *t.ID
-		case t.IDRange != nil:
-			start, end = t.IDRange.Min, t.IDRange.Max
-		}
-		trunks = append(trunks, map[string]dbus.Variant{"start": dbus.MakeVariant(uint32(start)), "end": dbus.MakeVariant(uint32(end))})
-	}
-	if len(trunks) > 0 {
-		s.set("ovs-port", "trunks", trunks)
-	}
-}
-
-// ovsBondSettings are the ovs-port settings of each nmstate OVS bond mode: bond-mode and
-// lacp. balance-tcp hashes on layer 4 only over LACP (Open vSwitch falls back to
-// active-backup without it), and nmstate's lacp mode is LACP with Open vSwitch's default
-// hashing (no bond-mode).
-var ovsBondSettings = map[string][2]string{
-	"active-backup": {"active-backup", "off"},
-	"balance-slb":   {"balance-slb", "off"},
-	"balance-tcp":   {"balance-tcp", "active"},
-	"lacp":          {"", "active"},
-}
-
-// setOVSBond makes an OVS port a bond (setOVSPortSection started its section afresh).
-func setOVSBond(s settings, b *state.OVSBond) {
-	if b == nil {
-		return
-	}
-	mode := ovsBondSettings[b.Mode]
-	if mode[0] != "" {
-		s.set("ovs-port", "bond-mode", mode[0])
-	}
-	s.set("ovs-port", "lacp", mode[1])
-	if b.UpDelay != nil {
-		s.set("ovs-port", "bond-updelay", uint32(*b.UpDelay))
-	}
-	if b.DownDelay != nil {
-		s.set("ovs-port", "bond-downdelay", uint32(*b.DownDelay))
-	}
-}
-
-// ovsBondMode is the nmstate mode of an OVS port's applied bond-mode and lacp.
-func ovsBondMode(a settings) string {
-	mode, lacp := a.str("ovs-port", "bond-mode"), a.str("ovs-port", "lacp")
-	switch {
-	case mode == "" && lacp != "" && lacp != "off":
-		return "lacp"
-	case mode == "":
-		return "active-backup" // Open vSwitch's default bond mode
-	}
-	return mode
-}
-
 // setController makes the profile a port of its controller, or of none: a controller
 // kept from base is cleared.
 func setController(s settings, port *portOf) {
@@ -425,13 +196,11 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 		OVSBond   *state.OVSBond    `json:",omitempty"`
 		Rules     []state.RouteRule `json:",omitempty"`
 	}{Interface: it, Type: typ, Base: baseUUID, Routes: p.routes}
-	if typ == state.OVSBridge && it.Bridge != nil {
+	if typ == state.OVSBridge {
 		// An OVS bridge's profile says nothing of its ports, each an ovs-port profile of its
 		// own: a port's change (its VLAN, its bond) must not start the bridge again, which
 		// takes every port off it.
-		b := *it.Bridge
-		b.Port = nil
-		in.Interface.Bridge = &b
+		in.Interface = withoutPorts(it)
 	}
 	if p.dns != nil {
 		in.DNS = &dnsInput{p.dns.servers, p.dns.search, p.dns.preferred}
@@ -647,33 +416,4 @@ func variantOr(m map[string]dbus.Variant, k string, def any) any {
 		return v.Value()
 	}
 	return def
-}
-
-// bridgeVLANs turns a port's VLAN filtering into bridge-port.vlans.
-func bridgeVLANs(v *state.BridgeVLAN) []map[string]dbus.Variant {
-	out := []map[string]dbus.Variant{}
-	if v == nil {
-		return out
-	}
-	entry := func(start, end int, pvid, untagged bool) map[string]dbus.Variant {
-		return map[string]dbus.Variant{
-			"vid-start": dbus.MakeVariant(uint16(start)), "vid-end": dbus.MakeVariant(uint16(end)),
-			"pvid": dbus.MakeVariant(pvid), "untagged": dbus.MakeVariant(untagged),
-		}
-	}
-	if v.Mode == "access" && v.Tag != nil {
-		return append(out, entry(*v.Tag, *v.Tag, true, true))
-	}
-	for _, t := range v.TrunkTags {
-		switch {
-		case t.ID != nil:
-			out = append(out, entry(*t.ID, *t.ID, false, false))
-		case t.IDRange != nil:
-			out = append(out, entry(t.IDRange.Min, t.IDRange.Max, false, false))
-		}
-	}
-	if v.EnableNative != nil && *v.EnableNative && v.Tag != nil {
-		out = append(out, entry(*v.Tag, *v.Tag, true, true))
-	}
-	return out
 }

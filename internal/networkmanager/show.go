@@ -18,13 +18,6 @@ import (
 // activeStateFlagExternal is NM_ACTIVATION_STATE_FLAG_EXTERNAL.
 const activeStateFlagExternal = 0x80
 
-// deviceType maps NetworkManager's NMDeviceType to nmstate's interface type.
-var deviceType = map[uint32]state.InterfaceType{
-	1: state.Ethernet, 10: state.Bond, 11: state.VLAN, 13: state.LinuxBridge, 18: state.MACVLAN,
-	19: state.VXLAN, 20: state.Veth, 22: state.Dummy, 31: state.VRF,
-	24: state.OVSInterface, 25: state.OVSPort, 26: state.OVSBridge, 9: state.InfiniBand,
-}
-
 // nmDeviceTypeTun is NM_DEVICE_TYPE_TUN.
 const nmDeviceTypeTun = 16
 
@@ -84,7 +77,7 @@ func (o objects) devices() []device {
 		d.nmType, _ = props["DeviceType"].Value().(uint32)
 		d.state, _ = props["State"].Value().(uint32)
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
-		d.typ = deviceType[d.nmType]
+		d.typ = typeOfDevice(d.nmType)
 		d.key = state.Interface{Name: d.name, Type: d.typ}.Key()
 		d.real, _ = props["Real"].Value().(bool)
 		d.mac, _ = props["HwAddress"].Value().(string)
@@ -372,184 +365,11 @@ func dnsServers(a settings, family string) []string {
 	return out
 }
 
-// describe fills the type-specific sections from the profile applied to the device;
-// a bridge's port VLANs come from its ports' applied profiles.
+// describe fills the type's section from the profile applied to the device.
 func describe(it *state.Interface, applied settings, portsOf map[string][]string, all map[string]settings) {
-	ports := portsOf[it.Key()]
-	switch it.Type {
-	case state.Bond:
-		opts, _ := applied["bond"]["options"].Value().(map[string]string)
-		mode := opts["mode"]
-		rest := map[string]string{}
-		for k, v := range opts {
-			if k != "mode" {
-				rest[k] = v
-			}
-		}
-		it.LinkAggregation = &state.BondConfig{Mode: state.BondMode(mode), Options: rest, Port: ports}
-	case state.LinuxBridge:
-		stp := true // NetworkManager's default
-		if v, ok := applied["bridge"]["stp"].Value().(bool); ok {
-			stp = v
-		}
-		it.Bridge = &state.BridgeConfig{Options: &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}, Port: make([]state.BridgePort, len(ports))}
-		for i, p := range ports {
-			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(all[p])}
-		}
-	case state.VRF:
-		table, _ := applied["vrf"]["table"].Value().(uint32)
-		it.VRF = &state.VRFConfig{Port: ports, RouteTableID: int(table)}
-	case state.VLAN:
-		id, _ := applied["vlan"]["id"].Value().(uint32)
-		it.VLAN = &state.VLANConfig{ID: int(id), BaseIface: applied.str("vlan", "parent")}
-	case state.MACVLAN:
-		mode, _ := applied["macvlan"]["mode"].Value().(uint32)
-		name := ""
-		for k, v := range macvlanMode {
-			if v == mode {
-				name = k
-			}
-		}
-		it.MACVLAN = &state.MACVLANConfig{BaseIface: applied.str("macvlan", "parent"), Mode: name}
-	case state.VXLAN:
-		id, _ := applied["vxlan"]["id"].Value().(uint32)
-		it.VXLAN = &state.VXLANConfig{ID: int(id), BaseIface: applied.str("vxlan", "parent"), Remote: applied.str("vxlan", "remote")}
-	case state.Veth:
-		if peer := applied.str("veth", "peer"); peer != "" {
-			it.Veth = &state.VethConfig{Peer: peer}
-		}
-	case state.OVSBridge:
-		it.Bridge = &state.BridgeConfig{Options: ovsBridgeOptions(applied), Port: make([]state.BridgePort, len(ports))}
-		for i, p := range ports {
-			key := state.Interface{Name: p, Type: state.OVSPort}.Key()
-			it.Bridge.Port[i] = state.BridgePort{Name: p, VLAN: ovsPortVLAN(all[key]), LinkAggregation: ovsPortBond(all[key], portsOf[key])}
-		}
-	case state.InfiniBand:
-		ib := &state.InfiniBandConfig{Mode: applied.str("infiniband", "transport-mode"), BaseIface: applied.str("infiniband", "parent")}
-		if p, ok := applied["infiniband"]["p-key"].Value().(int32); ok && p >= 0 {
-			pkey := int(p)
-			ib.PKey = &pkey
-		}
-		it.InfiniBand = ib
-	case state.OVSInterface:
-		if peer := applied.str("ovs-patch", "peer"); peer != "" {
-			it.Patch = &state.OVSPatch{Peer: peer}
-		}
+	if k := kinds[it.Type]; k != nil && k.read != nil {
+		k.read(it, readBack{applied: applied, ports: portsOf[it.Key()], portsOf: portsOf, all: all})
 	}
-}
-
-// ovsPortBond reads an OVS port's bonding from its applied profile and its interfaces: a
-// port is a bond when it has more than one, or its profile sets a bond mode or LACP.
-func ovsPortBond(a settings, members []string) *state.OVSBond {
-	lacp := a.str("ovs-port", "lacp")
-	if len(members) < 2 && a.str("ovs-port", "bond-mode") == "" && (lacp == "" || lacp == "off") {
-		return nil
-	}
-	b := &state.OVSBond{Mode: ovsBondMode(a), Port: make([]state.OVSBondPort, len(members))}
-	for i, m := range members {
-		b.Port[i] = state.OVSBondPort{Name: m}
-	}
-	for _, f := range []struct {
-		key string
-		dst **int
-	}{{"bond-updelay", &b.UpDelay}, {"bond-downdelay", &b.DownDelay}} {
-		if v, ok := a["ovs-port"][f.key].Value().(uint32); ok && v > 0 {
-			n := int(v)
-			*f.dst = &n
-		}
-	}
-	return b
-}
-
-// ovsBridgeOptions reads an OVS bridge's options from its applied profile.
-func ovsBridgeOptions(a settings) *state.BridgeOptions {
-	flag := func(key string) *bool {
-		v, _ := a["ovs-bridge"][key].Value().(bool) // NetworkManager's default: false
-		return &v
-	}
-	o := &state.BridgeOptions{STP: &state.STP{Enabled: flag("stp-enable")}, RSTP: flag("rstp-enable"), MCastSnoopingEnable: flag("mcast-snooping-enable")}
-	if m := a.str("ovs-bridge", "fail-mode"); m != "" {
-		o.FailMode = &m
-	}
-	if dp := a.str("ovs-bridge", "datapath-type"); dp != "" {
-		o.Datapath = &dp
-	}
-	return o
-}
-
-// ovsPortVLAN reads an OVS port's VLAN mode, tag and trunks from its applied profile as
-// nmstate reports them: native-untagged is a trunk with its native VLAN.
-func ovsPortVLAN(a settings) *state.BridgeVLAN {
-	mode := a.str("ovs-port", "vlan-mode")
-	tag, hasTag := a["ovs-port"]["tag"].Value().(uint32)
-	v := &state.BridgeVLAN{}
-	switch mode {
-	case "access":
-		v.Mode = "access"
-	case "trunk", "native-untagged":
-		v.Mode = "trunk"
-		native := mode == "native-untagged"
-		v.EnableNative = &native
-	default:
-		return nil
-	}
-	if hasTag && tag > 0 {
-		t := int(tag)
-		v.Tag = &t
-	}
-	for _, r := range dictList(a["ovs-port"]["trunks"]) {
-		start, _ := r["start"].Value().(uint32)
-		end, _ := r["end"].Value().(uint32)
-		if start == end {
-			id := int(start)
-			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})
-		} else {
-			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{IDRange: &state.IDRange{Min: int(start), Max: int(end)}})
-		}
-	}
-	return v
-}
-
-// portVLAN reads bridge-port.vlans back as nmstate reports a port's VLAN filtering: one
-// PVID untagged entry is an access port; otherwise a trunk whose PVID untagged entry is
-// its native VLAN.
-func portVLAN(a settings) *state.BridgeVLAN {
-	entries := dictList(a["bridge-port"]["vlans"])
-	if len(entries) == 0 {
-		return nil
-	}
-	type entry struct {
-		start, end     int
-		pvid, untagged bool
-	}
-	var es []entry
-	for _, e := range entries {
-		start, _ := e["vid-start"].Value().(uint16)
-		end, _ := e["vid-end"].Value().(uint16)
-		pvid, _ := e["pvid"].Value().(bool)
-		untagged, _ := e["untagged"].Value().(bool)
-		es = append(es, entry{int(start), int(end), pvid, untagged})
-	}
-	if len(es) == 1 && es[0].pvid && es[0].untagged {
-		tag := es[0].start
-		return &state.BridgeVLAN{Mode: "access", Tag: &tag}
-	}
-	v := &state.BridgeVLAN{Mode: "trunk"}
-	native := false
-	for _, e := range es {
-		switch {
-		case e.pvid && e.untagged:
-			tag := e.start
-			v.Tag, native = &tag, true
-		case e.start == e.end:
-			id := e.start
-			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})
-		default:
-			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{IDRange: &state.IDRange{Min: e.start, Max: e.end}})
-		}
-	}
-	v.EnableNative = &native
-	return v
 }
 
 func runningRoute(r map[string]dbus.Variant, dev string) state.Route {

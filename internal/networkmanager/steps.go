@@ -71,32 +71,21 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 	for _, it := range ordered {
 		in[it.Key()] = true
 		interfaces = append(interfaces, it)
-		var kind string
-		var ports []string
-		switch {
-		case it.LinkAggregation != nil:
-			kind, ports = "bond", it.LinkAggregation.Port
-		case it.VRF != nil:
-			kind, ports = "vrf", it.VRF.Port
+		switch k := kinds[it.Type]; {
 		case it.Type == state.OVSBridge:
-			if it.State != state.Absent && it.Bridge != nil {
+			if it.State != state.Absent && it.Section != nil {
 				ports := h.stepsOfOVSBridge(pl, it, ordered)
 				for _, p := range ports {
 					in[p.Key()] = true
 				}
 				interfaces = append(interfaces, ports...)
 			}
-		case it.Bridge != nil:
-			for _, bp := range it.Bridge.Port {
-				p := pl.perIface[bp.Name]
-				p.port = &portOf{controller: it.Name, kind: "bridge", bridgeVLAN: bp.VLAN}
-				pl.perIface[bp.Name] = p
+		case k != nil && k.ports != nil:
+			for _, port := range k.ports(it) {
+				p := pl.perIface[port.name]
+				p.port = &port.of
+				pl.perIface[port.name] = p
 			}
-		}
-		for _, port := range ports {
-			p := pl.perIface[port]
-			p.port = &portOf{controller: it.Name, kind: kind, keepsIP: kind == "vrf"}
-			pl.perIface[port] = p
 		}
 	}
 	touch := func(name string) {
@@ -175,7 +164,7 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 func (h *host) stepsOfOVSBridge(pl *applySteps, br state.Interface, desired []state.Interface) []state.Interface {
 	pl.uuids[br.Key()] = h.uuidOf(br.Key())
 	var out []state.Interface
-	for _, bp := range br.Bridge.Port {
+	for _, bp := range state.SectionOf[*state.BridgeConfig](br).Port {
 		port := state.Interface{Name: bp.Name, Type: state.OVSPort, State: state.Up}
 		pl.uuids[port.Key()] = h.uuidOf(port.Key())
 		pl.perIface[port.Key()] = profileExtras{port: &portOf{controller: pl.uuids[br.Key()], kind: "ovs-bridge", bridge: br.Name}, ovsVLAN: bp.VLAN, ovsBond: bp.LinkAggregation}
@@ -314,8 +303,8 @@ func (h *host) build(it state.Interface, pl *applySteps, prune bool) (settings, 
 	if typ == "" {
 		return nil, fmt.Errorf("%s: no type given and no such interface on the host", it.Name)
 	}
-	if typ == state.Veth && it.Veth == nil {
-		typ = state.Ethernet // an existing veth end is configured like any Ethernet device
+	if k := kinds[typ]; k != nil && k.sectionless != "" && it.Section == nil {
+		typ = k.sectionless
 	}
 	owned, isOwned := h.owned[key]
 	leaves := isOwned && p.port == nil && owned.settings.str("connection", "master") != ""
@@ -585,12 +574,13 @@ func (h *host) checkInfiniBand(desired state.State) error {
 			continue
 		}
 		path := fmt.Sprintf("interfaces[name=%s]", it.Name)
+		base, baseField := it.BaseIface() // a partition's adapter port
 		switch {
 		case len(have) == 0:
 			errs = append(errs, &field.Error{Path: path, Reason: "no InfiniBand device here"})
-		case it.InfiniBand != nil && it.InfiniBand.BaseIface != "" && !have[it.InfiniBand.BaseIface]:
-			errs = append(errs, &field.Error{Path: path + ".infiniband.base-iface", Reason: fmt.Sprintf("no InfiniBand device %q here", it.InfiniBand.BaseIface)})
-		case (it.InfiniBand == nil || it.InfiniBand.BaseIface == "") && it.Identifier != state.IdentifyByMAC && !have[it.Name]:
+		case base != "" && !have[base]:
+			errs = append(errs, &field.Error{Path: path + "." + baseField, Reason: fmt.Sprintf("no InfiniBand device %q here", base)})
+		case base == "" && it.Identifier != state.IdentifyByMAC && !have[it.Name]:
 			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("no InfiniBand device %q here", it.Name)})
 		}
 	}

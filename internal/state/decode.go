@@ -52,6 +52,13 @@ type decodeChecker interface {
 	checkDecoded(d *decoder, path string, m map[string]any)
 }
 
+// extraKeyed is a struct with keys besides its fields' (an interface's sections, which
+// each kind registers).
+type extraKeyed interface {
+	extraKeys() []string
+	decodeExtra(d *decoder, path, key string, v any)
+}
+
 // typeFacet is the struct whose decoding fixes the interface type that only= options
 // test (Interface).
 type typeFacet interface {
@@ -232,6 +239,10 @@ func (d *decoder) structure(path string, v any, dst reflect.Value) bool {
 			}
 		}
 	}
+	extra, _ := dst.Addr().Interface().(extraKeyed)
+	if extra != nil {
+		known = append(known, extra.extraKeys()...)
+	}
 	m, ok := d.object(path, v, known, refused)
 	if !ok {
 		return false
@@ -263,6 +274,15 @@ func (d *decoder) structure(path string, v any, dst reflect.Value) bool {
 			d.keys = append(d.keys, key)
 			d.value(child(path, key), val, target, s)
 			d.keys = d.keys[:len(d.keys)-1]
+		}
+	}
+	if extra != nil {
+		for _, k := range extra.extraKeys() {
+			if v, given := m[k]; given {
+				d.keys = append(d.keys, k)
+				extra.decodeExtra(d, child(path, k), k, v)
+				d.keys = d.keys[:len(d.keys)-1]
+			}
 		}
 	}
 	if c, ok := dst.Addr().Interface().(decodeChecker); ok {

@@ -42,6 +42,9 @@ func TestDecodedTypesAreTagged(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(State{}))
+	for _, k := range sectionKeys {
+		walk(reflect.TypeOf(sectionFor(k)))
+	}
 	if len(seen) < 25 {
 		t.Errorf("walked only %d types", len(seen))
 	}

@@ -171,7 +171,7 @@ func TestOrder(t *testing.T) {
 	}
 
 	removal := mustParse(t, `interfaces: [{name: bond0, state: absent}, {name: bond0.10, state: absent}, {name: eth9, type: ethernet}]`)
-	removal.Interfaces[1].VLAN = &VLANConfig{ID: 10, BaseIface: "bond0"} // as known from the current state
+	removal.Interfaces[1].Section = &VLANConfig{ID: 10, BaseIface: "bond0"} // as known from the current state
 	ordered, err = Order(removal)
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +183,8 @@ func TestOrder(t *testing.T) {
 
 func TestOrderCycle(t *testing.T) {
 	s := State{Interfaces: []Interface{
-		{Name: "v1", Type: VLAN, VLAN: &VLANConfig{ID: 1, BaseIface: "v2"}},
-		{Name: "v2", Type: VLAN, VLAN: &VLANConfig{ID: 2, BaseIface: "v1"}},
+		{Name: "v1", Type: VLAN, Section: &VLANConfig{ID: 1, BaseIface: "v2"}},
+		{Name: "v2", Type: VLAN, Section: &VLANConfig{ID: 2, BaseIface: "v1"}},
 	}}
 	if _, err := Order(s); err == nil || !strings.Contains(err.Error(), "v1, v2") {
 		t.Errorf("cycle not reported: %v", err)
@@ -216,21 +216,21 @@ func TestDefaultGateway(t *testing.T) {
 // the kernel refuses it: Order reports it, naming both.
 func TestOrderPortBuiltOnItsController(t *testing.T) {
 	s := State{Interfaces: []Interface{
-		{Name: "br0", Type: LinuxBridge, State: Up, Bridge: &BridgeConfig{Port: []BridgePort{{Name: "br0.10"}, {Name: "eth1"}}}},
-		{Name: "br0.10", Type: VLAN, State: Up, VLAN: &VLANConfig{ID: 10, BaseIface: "br0"}},
-		{Name: "mv0", Type: MACVLAN, State: Up, MACVLAN: &MACVLANConfig{BaseIface: "br0.10", Mode: "bridge"}},
+		{Name: "br0", Type: LinuxBridge, State: Up, Section: &BridgeConfig{Port: []BridgePort{{Name: "br0.10"}, {Name: "eth1"}}}},
+		{Name: "br0.10", Type: VLAN, State: Up, Section: &VLANConfig{ID: 10, BaseIface: "br0"}},
+		{Name: "mv0", Type: MACVLAN, State: Up, Section: &MACVLANConfig{BaseIface: "br0.10", Mode: "bridge"}},
 	}}
 	_, err := Order(s)
 	if err == nil || !strings.Contains(err.Error(), "br0.10 is built on br0 and is also its port") {
 		t.Errorf("a VLAN that is a port of its own base bridge: %v", err)
 	}
 	// Through a chain: a MAC-VLAN on a VLAN of the bridge, as the bridge's port.
-	s.Interfaces[0].Bridge.Port = []BridgePort{{Name: "mv0"}}
+	SectionOf[*BridgeConfig](s.Interfaces[0]).Port = []BridgePort{{Name: "mv0"}}
 	if _, err := Order(s); err == nil || !strings.Contains(err.Error(), "mv0 is built on br0") {
 		t.Errorf("a port built on its controller through a chain: %v", err)
 	}
 	// A VLAN on the bridge that is not its port is fine.
-	s.Interfaces[0].Bridge.Port = []BridgePort{{Name: "eth1"}}
+	SectionOf[*BridgeConfig](s.Interfaces[0]).Port = []BridgePort{{Name: "eth1"}}
 	if _, err := Order(s); err != nil {
 		t.Errorf("a VLAN on a bridge: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestMergeOVS(t *testing.T) {
 		t.Errorf("interfaces: %s", got)
 	}
 	br := m.State.Interfaces[1]
-	if br.Type != OVSBridge || *br.Description != "uplink bridge" || !*br.Bridge.Options.MCastSnoopingEnable {
+	if br.Type != OVSBridge || *br.Description != "uplink bridge" || !*SectionOf[*BridgeConfig](br).Options.MCastSnoopingEnable {
 		t.Errorf("bridge not merged: %+v", br)
 	}
 	if iface := m.State.Interfaces[2]; iface.Type != OVSInterface || iface.Description != nil {

@@ -63,9 +63,9 @@ var sectionDocs = []string{
 	"hostname: {%s}",
 }
 
-// sectionKeys are put into each of sectionDocs: a key no section has, keys some sections
+// probeKeys are put into each of sectionDocs: a key no section has, keys some sections
 // refuse, and nmstate keys of the wrong type.
-var sectionKeys = []string{
+var probeKeys = []string{
 	"zz-unknown: 1",
 	"ovs-db: {}", "dispatch: {}", "running: []", "config: x", "options: [a]", "forwarding: true", "autoconf: true",
 	"dhcp-client-id: ll", "valid-life-time: 1s", "speed: 1000", "fec: {}", "ports-config: []", "protocol: 802.1q",
@@ -85,7 +85,7 @@ var sectionKeys = []string{
 }
 
 // TestParseMessages pins every message the decoder and the validation give, for the
-// invalid documents and for every section with each of sectionKeys: a change of a path
+// invalid documents and for every section with each of probeKeys: a change of a path
 // or a reason shows in the golden file's diff (go test -run TestParseMessages -update).
 func TestParseMessages(t *testing.T) {
 	var out strings.Builder
@@ -106,7 +106,7 @@ func TestParseMessages(t *testing.T) {
 		say(tc.name, tc.doc)
 	}
 	for _, tmpl := range sectionDocs {
-		for _, kv := range sectionKeys {
+		for _, kv := range probeKeys {
 			say(tmpl, fmt.Sprintf(tmpl, kv))
 		}
 	}

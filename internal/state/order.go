@@ -8,7 +8,7 @@ import (
 
 // Order returns the interfaces of s in the order to apply them: first the removals, each
 // before what it depends on; then the rest, each after what it depends on (a VLAN after its
-// base interface, a port after its controller, a VRF before its ports). Ties go by name, so
+// base interface, a port after its controller). Ties go by name, so
 // the order depends on the state alone, never on policy names.
 func Order(s State) ([]Interface, error) {
 	byKey := map[string]Interface{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -47,5 +48,6 @@ func typeList() string {
 	for i, t := range SupportedTypes {
 		s[i] = string(t)
 	}
+	slices.Sort(s)
 	return strings.Join(s, ", ")
 }

@@ -211,12 +211,12 @@ func TestParseFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	bond, vlan := s.Interfaces[0], s.Interfaces[1]
-	if bond.LinkAggregation.Mode != "active-backup" || bond.LinkAggregation.Options["miimon"] != "140" ||
-		strings.Join(bond.LinkAggregation.Port, ",") != "eth1,eth2" || *bond.IPv4.Enabled {
-		t.Errorf("bond: %+v %+v", bond.LinkAggregation, bond.IPv4)
+	if SectionOf[*BondConfig](bond).Mode != "active-backup" || SectionOf[*BondConfig](bond).Options["miimon"] != "140" ||
+		strings.Join(SectionOf[*BondConfig](bond).Port, ",") != "eth1,eth2" || *bond.IPv4.Enabled {
+		t.Errorf("bond: %+v %+v", SectionOf[*BondConfig](bond), bond.IPv4)
 	}
-	if vlan.VLAN.ID != 102 || vlan.VLAN.BaseIface != "bond0" || vlan.IPv4.Address[0] != (Address{IP: "10.10.10.2", PrefixLength: 24}) {
-		t.Errorf("vlan: %+v %+v", vlan.VLAN, vlan.IPv4)
+	if SectionOf[*VLANConfig](vlan).ID != 102 || SectionOf[*VLANConfig](vlan).BaseIface != "bond0" || vlan.IPv4.Address[0] != (Address{IP: "10.10.10.2", PrefixLength: 24}) {
+		t.Errorf("vlan: %+v %+v", SectionOf[*VLANConfig](vlan), vlan.IPv4)
 	}
 	s, _ = Parse([]byte(`interfaces: [{name: b0, link-aggregation: {mode: 802.3ad, port: [e1]}}]`))
 	if s.Interfaces[0].Type != Bond {
@@ -454,8 +454,8 @@ func TestParseOVSDocs(t *testing.T) {
 			t.Fatalf("published example %d: %v", i, err)
 		}
 		br := s.Interfaces[slices.IndexFunc(s.Interfaces, func(it Interface) bool { return it.Type == OVSBridge })]
-		if br.Bridge.Options.STP == nil || *br.Bridge.Options.STP.Enabled != (i == 1) {
-			t.Errorf("published example %d: stp %+v", i, br.Bridge.Options.STP)
+		if SectionOf[*BridgeConfig](br).Options.STP == nil || *SectionOf[*BridgeConfig](br).Options.STP.Enabled != (i == 1) {
+			t.Errorf("published example %d: stp %+v", i, SectionOf[*BridgeConfig](br).Options.STP)
 		}
 	}
 
@@ -464,9 +464,9 @@ func TestParseOVSDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	br := s.Interfaces[0]
-	if br.Type != OVSBridge || br.Key() != "ovs-br1,type=ovs-bridge" || !*br.Bridge.AllowExtraPatchPorts ||
-		*br.Bridge.Options.STP.Enabled || !*br.Bridge.Options.MCastSnoopingEnable || br.Bridge.Port[0].Name != "eth1" {
-		t.Errorf("localnet bridge: %+v %+v", br, br.Bridge)
+	if br.Type != OVSBridge || br.Key() != "ovs-br1,type=ovs-bridge" || !*SectionOf[*BridgeConfig](br).AllowExtraPatchPorts ||
+		*SectionOf[*BridgeConfig](br).Options.STP.Enabled || !*SectionOf[*BridgeConfig](br).Options.MCastSnoopingEnable || SectionOf[*BridgeConfig](br).Port[0].Name != "eth1" {
+		t.Errorf("localnet bridge: %+v %+v", br, br.Section)
 	}
 	if s.OVN == nil || len(s.OVN.BridgeMappings) != 1 || s.OVN.BridgeMappings[0] != (BridgeMapping{"localnet2", "ovs-br1", "present"}) {
 		t.Errorf("mappings: %+v", s.OVN)
@@ -525,7 +525,7 @@ func TestParseOVSBond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bond := s.Interfaces[2].Bridge.Port[0]
+	bond := SectionOf[*BridgeConfig](s.Interfaces[2]).Port[0]
 	if bond.LinkAggregation == nil || bond.LinkAggregation.Mode != "balance-slb" || *bond.LinkAggregation.UpDelay != 100 ||
 		!slices.Equal(bond.Interfaces(), []string{"eno1", "eno2"}) || *bond.VLAN.Tag != 10 {
 		t.Errorf("bond: %+v %+v", bond, bond.LinkAggregation)
@@ -535,10 +535,10 @@ func TestParseOVSBond(t *testing.T) {
 	}
 	// Renamed by identifier: mac-address, a member keeps its place in its bond.
 	renamed := s.Renamed("eno2", "enp7s0")
-	if got := renamed.Interfaces[2].Bridge.Port[0].Interfaces(); !slices.Equal(got, []string{"eno1", "enp7s0"}) {
+	if got := SectionOf[*BridgeConfig](renamed.Interfaces[2]).Port[0].Interfaces(); !slices.Equal(got, []string{"eno1", "enp7s0"}) {
 		t.Errorf("renamed members: %v", got)
 	}
-	if got := s.Interfaces[2].Bridge.Port[0].Interfaces(); !slices.Equal(got, []string{"eno1", "eno2"}) {
+	if got := SectionOf[*BridgeConfig](s.Interfaces[2]).Port[0].Interfaces(); !slices.Equal(got, []string{"eno1", "eno2"}) {
 		t.Errorf("renaming changed the original: %v", got)
 	}
 }

@@ -6,11 +6,10 @@ import "slices"
 type RefKind int
 
 const (
-	// RefBase: the interface it is built on (a VLAN's, MAC-VLAN's, VXLAN's or InfiniBand
-	// partition's base-iface).
+	// RefBase: the interface it is built on (a VLAN's base-iface).
 	RefBase RefKind = iota
-	// RefPort: one of its ports (a bond's, a Linux or OVS bridge's, an OVS bond's in its
-	// bridge, a VRF's).
+	// RefPort: one of its ports, as a controller (a bond, a bridge; an OVS bond's are its
+	// bridge's).
 	RefPort
 	// RefMACSource: the interface whose MAC address it takes (copy-mac-from).
 	RefMACSource
@@ -34,37 +33,9 @@ func (it Interface) References() []Reference {
 	add := func(kind RefKind, field string, at *string) {
 		refs = append(refs, Reference{Kind: kind, Field: field, Name: *at, at: at})
 	}
-	switch {
-	case it.VLAN != nil:
-		add(RefBase, "vlan.base-iface", &it.VLAN.BaseIface)
-	case it.MACVLAN != nil:
-		add(RefBase, "mac-vlan.base-iface", &it.MACVLAN.BaseIface)
-	case it.VXLAN != nil && it.VXLAN.BaseIface != "": // optional: a VXLAN may be built on none
-		add(RefBase, "vxlan.base-iface", &it.VXLAN.BaseIface)
-	case it.InfiniBand != nil && it.InfiniBand.BaseIface != "": // a partition's adapter port
-		add(RefBase, "infiniband.base-iface", &it.InfiniBand.BaseIface)
-	}
-	switch {
-	case it.LinkAggregation != nil:
-		for i := range it.LinkAggregation.Port {
-			add(RefPort, index("link-aggregation.port", i), &it.LinkAggregation.Port[i])
-		}
-	case it.Bridge != nil:
-		for i := range it.Bridge.Port {
-			if b := it.Bridge.Port[i].LinkAggregation; b != nil {
-				// An OVS bond's members are its bridge's ports: the bond is an OVSDB port, no
-				// interface.
-				for j := range b.Port {
-					add(RefPort, index(join(index("bridge.port", i), "link-aggregation.port"), j), &b.Port[j].Name)
-				}
-				continue
-			}
-			add(RefPort, index("bridge.port", i), &it.Bridge.Port[i].Name)
-		}
-	case it.VRF != nil:
-		for i := range it.VRF.Port {
-			add(RefPort, index("vrf.port", i), &it.VRF.Port[i])
-		}
+	if it.Section != nil {
+		key := it.Section.Key()
+		it.Section.references(func(kind RefKind, field string, at *string) { add(kind, join(key, field), at) })
 	}
 	if it.CopyMACFrom != nil {
 		add(RefMACSource, "copy-mac-from", it.CopyMACFrom)
@@ -77,8 +48,8 @@ func (it Interface) refsOf(kinds ...RefKind) []Reference {
 	return slices.DeleteFunc(it.References(), func(r Reference) bool { return !slices.Contains(kinds, r.Kind) })
 }
 
-// BaseIface is the interface this one is built on (a VLAN's, MAC-VLAN's, VXLAN's or
-// InfiniBand partition's base-iface), and the field that names it; "" for none.
+// BaseIface is the interface this one is built on (a VLAN's base-iface), and the field
+// that names it; "" for none.
 func (it Interface) BaseIface() (name, field string) {
 	if refs := it.refsOf(RefBase); len(refs) > 0 {
 		return refs[0].Name, refs[0].Field
@@ -102,44 +73,7 @@ func (it Interface) renamed(rename func(string) string) Interface {
 		v := *it.CopyMACFrom
 		it.CopyMACFrom = &v
 	}
-	if b := it.LinkAggregation; b != nil {
-		c := *b
-		c.Port = slices.Clone(b.Port)
-		it.LinkAggregation = &c
-	}
-	if b := it.Bridge; b != nil {
-		c := *b
-		c.Port = slices.Clone(b.Port)
-		for j, bp := range c.Port {
-			if bond := bp.LinkAggregation; bond != nil {
-				cb := *bond
-				cb.Port = slices.Clone(bond.Port)
-				c.Port[j].LinkAggregation = &cb
-			}
-		}
-		it.Bridge = &c
-	}
-	if v := it.VRF; v != nil {
-		c := *v
-		c.Port = slices.Clone(v.Port)
-		it.VRF = &c
-	}
-	if v := it.VLAN; v != nil {
-		c := *v
-		it.VLAN = &c
-	}
-	if v := it.MACVLAN; v != nil {
-		c := *v
-		it.MACVLAN = &c
-	}
-	if v := it.VXLAN; v != nil {
-		c := *v
-		it.VXLAN = &c
-	}
-	if v := it.InfiniBand; v != nil {
-		c := *v
-		it.InfiniBand = &c
-	}
+	it.Section = copySection(it.Section)
 	for _, r := range it.References() {
 		*r.at = rename(*r.at)
 	}
@@ -148,11 +82,8 @@ func (it Interface) renamed(rename func(string) string) Interface {
 
 // portField is the field of the list of it's ports.
 func portField(it Interface) string {
-	switch {
-	case it.LinkAggregation != nil:
-		return "link-aggregation.port"
-	case it.Bridge != nil:
-		return "bridge.port"
+	if it.Section == nil {
+		return "port"
 	}
-	return "vrf.port"
+	return join(it.Section.Key(), "port")
 }

@@ -16,17 +16,17 @@ func TestReferences(t *testing.T) {
 		it   Interface
 		want []string
 	}{
-		{name: "a VLAN: its base", it: Interface{VLAN: &VLANConfig{BaseIface: "eth1"}}, want: []string{ref(RefBase, "vlan.base-iface", "eth1")}},
-		{name: "a MAC-VLAN: its base", it: Interface{MACVLAN: &MACVLANConfig{BaseIface: "eth1"}}, want: []string{ref(RefBase, "mac-vlan.base-iface", "eth1")}},
-		{name: "a VXLAN without a base: none", it: Interface{VXLAN: &VXLANConfig{ID: 7}}},
-		{name: "a bond: its ports", it: Interface{LinkAggregation: &BondConfig{Port: []string{"eth1", "eth2"}}},
+		{name: "a VLAN: its base", it: Interface{Section: &VLANConfig{BaseIface: "eth1"}}, want: []string{ref(RefBase, "vlan.base-iface", "eth1")}},
+		{name: "a MAC-VLAN: its base", it: Interface{Section: &MACVLANConfig{BaseIface: "eth1"}}, want: []string{ref(RefBase, "mac-vlan.base-iface", "eth1")}},
+		{name: "a VXLAN without a base: none", it: Interface{Section: &VXLANConfig{ID: 7}}},
+		{name: "a bond: its ports", it: Interface{Section: &BondConfig{Port: []string{"eth1", "eth2"}}},
 			want: []string{ref(RefPort, "link-aggregation.port[0]", "eth1"), ref(RefPort, "link-aggregation.port[1]", "eth2")}},
 		{name: "an OVS bridge: its ports, an OVS bond's members in its place",
-			it: Interface{Bridge: &BridgeConfig{Port: []BridgePort{{Name: "eth1"}, {Name: "bond1", LinkAggregation: &OVSBond{Port: []OVSBondPort{{Name: "eth2"}, {Name: "eth3"}}}}}}},
+			it: Interface{Section: &BridgeConfig{Port: []BridgePort{{Name: "eth1"}, {Name: "bond1", LinkAggregation: &OVSBond{Port: []OVSBondPort{{Name: "eth2"}, {Name: "eth3"}}}}}}},
 			want: []string{ref(RefPort, "bridge.port[0]", "eth1"), ref(RefPort, "bridge.port[1].link-aggregation.port[0]", "eth2"),
 				ref(RefPort, "bridge.port[1].link-aggregation.port[1]", "eth3")}},
-		{name: "a VRF: its ports", it: Interface{VRF: &VRFConfig{Port: []string{"eth1"}}}, want: []string{ref(RefPort, "vrf.port[0]", "eth1")}},
-		{name: "a MAC source", it: Interface{CopyMACFrom: ptr("eth1"), LinkAggregation: &BondConfig{Port: []string{"eth1"}}},
+		{name: "a VRF: its ports", it: Interface{Section: &VRFConfig{Port: []string{"eth1"}}}, want: []string{ref(RefPort, "vrf.port[0]", "eth1")}},
+		{name: "a MAC source", it: Interface{CopyMACFrom: ptr("eth1"), Section: &BondConfig{Port: []string{"eth1"}}},
 			want: []string{ref(RefPort, "link-aggregation.port[0]", "eth1"), ref(RefMACSource, "copy-mac-from", "eth1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,9 +123,9 @@ func hasSection(v reflect.Value) bool {
 // Renaming works on copies: the state renamed from keeps its names.
 func TestRenamedLeavesTheOriginal(t *testing.T) {
 	s := State{Interfaces: []Interface{
-		{Name: "br0", Type: LinuxBridge, Bridge: &BridgeConfig{Port: []BridgePort{{Name: "eth1"}}}},
-		{Name: "bond0", Type: Bond, LinkAggregation: &BondConfig{Port: []string{"eth1"}}, CopyMACFrom: ptr("eth1")},
-		{Name: "eth1.10", Type: VLAN, VLAN: &VLANConfig{BaseIface: "eth1", ID: 10}},
+		{Name: "br0", Type: LinuxBridge, Section: &BridgeConfig{Port: []BridgePort{{Name: "eth1"}}}},
+		{Name: "bond0", Type: Bond, Section: &BondConfig{Port: []string{"eth1"}}, CopyMACFrom: ptr("eth1")},
+		{Name: "eth1.10", Type: VLAN, Section: &VLANConfig{BaseIface: "eth1", ID: 10}},
 	}}
 	r := s.Renamed("eth1", "enp7s0")
 	for _, it := range r.Interfaces {

@@ -6,9 +6,7 @@ package state
 
 import (
 	"net/netip"
-	"reflect"
 	"slices"
-	"strings"
 )
 
 // State is a network state in nmstate's schema: a desired state parsed from a policy,
@@ -21,8 +19,8 @@ type State struct {
 
 	Interfaces  []Interface  `json:"interfaces,omitempty"`
 	Routes      *Routes      `json:"routes,omitempty"`
-	RouteRules  *RouteRules  `json:"route-rules,omitempty"`
 	DNSResolver *DNSResolver `json:"dns-resolver,omitempty"`
+	RouteRules  *RouteRules  `json:"route-rules,omitempty"`
 	OVN         *OVN         `json:"ovn,omitempty"`
 	_           hostname     `key:"hostname"`
 }
@@ -90,16 +88,11 @@ func (m BridgeMapping) Absent() bool { return m.State == "absent" }
 // InterfaceType is nmstate's interface type.
 type InterfaceType string
 
+// The types without a section of their own; each kind with one is in its file
+// (kind_*.go).
 const (
-	Ethernet    InterfaceType = "ethernet"
-	Bond        InterfaceType = "bond"
-	VLAN        InterfaceType = "vlan"
-	LinuxBridge InterfaceType = "linux-bridge"
-	Dummy       InterfaceType = "dummy"
-	MACVLAN     InterfaceType = "mac-vlan"
-	VXLAN       InterfaceType = "vxlan"
-	VRF         InterfaceType = "vrf"
-	Veth        InterfaceType = "veth"
+	Ethernet InterfaceType = "ethernet"
+	Dummy    InterfaceType = "dummy"
 	// OVSBridge is an Open vSwitch bridge: an OVSDB object, not a kernel interface, so its
 	// name may also be an interface's (br-ex's internal ovs-interface is named br-ex).
 	OVSBridge InterfaceType = "ovs-bridge"
@@ -111,16 +104,9 @@ const (
 	OVSPort InterfaceType = "ovs-port"
 )
 
-// SupportedTypes are the interface types nmoverlay applies.
-var SupportedTypes = []InterfaceType{Ethernet, Bond, VLAN, LinuxBridge, Dummy, MACVLAN, VXLAN, VRF, Veth, OVSBridge, OVSInterface, InfiniBand}
-
-// sectionTypes are the type-specific sections, each with the type it implies when an
-// interface gives no type.
-var sectionTypes = []struct {
-	key string
-	typ InterfaceType
-}{{"link-aggregation", Bond}, {"vlan", VLAN}, {"bridge", LinuxBridge}, {"vrf", VRF}, {"mac-vlan", MACVLAN},
-	{"vxlan", VXLAN}, {"veth", Veth}, {"patch", OVSInterface}, {"infiniband", InfiniBand}}
+// SupportedTypes are the interface types nmoverlay applies: these, and those of each
+// section registered.
+var SupportedTypes = []InterfaceType{Ethernet, Dummy, OVSBridge, OVSInterface}
 
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
@@ -181,22 +167,14 @@ type Interface struct {
 	IPv4        *IPConfig `json:"ipv4,omitempty"`
 	IPv6        *IPConfig `json:"ipv6,omitempty"`
 	LLDP        *LLDP     `json:"lldp,omitempty"`
-	// Ethernet is the ethernet section: a physical function's SR-IOV VFs.
-	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
 	// Ethtool is the ethtool section: offload features.
 	Ethtool *EthtoolConfig `json:"ethtool,omitempty"`
+	// Ethernet is the ethernet section: a physical function's SR-IOV VFs.
+	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
 
-	LinkAggregation *BondConfig    `json:"link-aggregation,omitempty"`
-	VLAN            *VLANConfig    `json:"vlan,omitempty"`
-	Bridge          *BridgeConfig  `json:"bridge,omitempty"`
-	VRF             *VRFConfig     `json:"vrf,omitempty"`
-	MACVLAN         *MACVLANConfig `json:"mac-vlan,omitempty"`
-	VXLAN           *VXLANConfig   `json:"vxlan,omitempty"`
-	Veth            *VethConfig    `json:"veth,omitempty"`
-	// Patch makes an ovs-interface a patch port to another bridge's patch port.
-	Patch *OVSPatch `json:"patch,omitempty"`
-	// InfiniBand is an infiniband interface's mode and partition.
-	InfiniBand *InfiniBandConfig `json:"infiniband,omitempty"`
+	// Section is the type's own section (a bond's link-aggregation, a VLAN's vlan), nil
+	// when it has none or the state does not give it.
+	Section Section `json:"-"`
 }
 
 // Key identifies an interface within a state: its name, except for an OVS bridge, whose
@@ -208,11 +186,6 @@ func (it Interface) Key() string {
 		return it.Name + ",type=" + string(it.Type)
 	}
 	return it.Name
-}
-
-// OVSPatch is an ovs-interface's patch section.
-type OVSPatch struct {
-	Peer string `json:"peer" nmstate:"required"`
 }
 
 // IPConfig is an interface's ipv4 or ipv6 section.
@@ -234,6 +207,7 @@ type IPConfig struct {
 
 	Enabled     *bool     `json:"enabled,omitempty"`
 	DHCP        *bool     `json:"dhcp,omitempty"`
+	Autoconf    *bool     `json:"autoconf,omitempty" nmstate:"under=ipv6"`
 	Address     []Address `json:"address,omitempty"`
 	AutoDNS     *bool     `json:"auto-dns,omitempty"`
 	AutoGateway *bool     `json:"auto-gateway,omitempty"`
@@ -242,8 +216,7 @@ type IPConfig struct {
 	// customization's auto-route-metric: 48).
 	AutoRouteMetric *int `json:"auto-route-metric,omitempty" nmstate:"range=0..u32"`
 	// AutoRouteTableID is the routing table the routes DHCP or autoconf brings go to.
-	AutoRouteTableID *int  `json:"auto-route-table-id,omitempty" nmstate:"range=0..u32"`
-	Autoconf         *bool `json:"autoconf,omitempty" nmstate:"under=ipv6"`
+	AutoRouteTableID *int `json:"auto-route-table-id,omitempty" nmstate:"range=0..u32"`
 }
 
 // Address is a static address.
@@ -261,173 +234,6 @@ type Address struct {
 type LLDP struct {
 	Enabled   *bool              `json:"enabled,omitempty"`
 	Neighbors [][]map[string]any `json:"neighbors,omitempty" nmstate:"ignored"`
-}
-
-// BondMode is a Linux bonding mode by nmstate's name.
-type BondMode string
-
-// BondModes are the modes nmstate names.
-var BondModes = []BondMode{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
-
-// BondConfig is link-aggregation.
-type BondConfig struct {
-	_ struct{} `key:"ports-config" refused:"not applied yet"`
-
-	Mode    BondMode    `json:"mode,omitempty" nmstate:"required"`
-	Options BondOptions `json:"options,omitempty"`
-	Port    []string    `json:"port" nmstate:"alias=ports,nonnil"`
-}
-
-// VLANConfig is vlan.
-type VLANConfig struct {
-	_ struct{} `key:"protocol" refused:"802.1ad is not applied yet"`
-	_ struct{} `key:"reorder-headers" refused:"not applied yet"`
-	_ struct{} `key:"loose-binding" refused:"not applied yet"`
-	_ struct{} `key:"registration-protocol" refused:"not applied yet"`
-
-	ID        int    `json:"id" nmstate:"required,range=1..4094"`
-	BaseIface string `json:"base-iface" nmstate:"required"`
-}
-
-// BridgeConfig is bridge (linux-bridge or ovs-bridge).
-type BridgeConfig struct {
-	Options *BridgeOptions `json:"options,omitempty"`
-	Port    []BridgePort   `json:"port" nmstate:"alias=ports,nonnil"`
-	// AllowExtraPatchPorts (ovs-bridge) lets ports nmoverlay did not make stay on the
-	// bridge (OVN's patch ports). nmoverlay never removes OVS objects it did not make, so
-	// false does not remove them either: it is accepted for compatibility.
-	AllowExtraPatchPorts *bool `json:"allow-extra-patch-ports,omitempty" nmstate:"only=ovs-bridge"`
-}
-
-// BridgeOptions are a bridge's options; all but stp are ovs-bridge only.
-type BridgeOptions struct {
-	_ struct{} `key:"group-forward-mask" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"mac-ageing-time" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"multicast-snooping" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"vlan-protocol" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"hash-max" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"group-addr" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-
-	STP                 *STP  `json:"stp,omitempty"`
-	RSTP                *bool `json:"rstp,omitempty" nmstate:"only=ovs-bridge"`
-	MCastSnoopingEnable *bool `json:"mcast-snooping-enable,omitempty" nmstate:"only=ovs-bridge"`
-	// FailMode and Datapath take the values Open vSwitch knows; the datapath is system (the
-	// kernel's) or netdev (userspace).
-	FailMode *string `json:"fail-mode,omitempty" nmstate:"only=ovs-bridge,one-of=secure|standalone"`
-	Datapath *string `json:"datapath,omitempty" nmstate:"only=ovs-bridge,one-of=system|netdev"`
-}
-
-// STP is a bridge's spanning tree; an OVS bridge's may be a boolean (nmstate 1's form).
-type STP struct {
-	_ struct{} `key:"forward-delay" refused:"not applied yet"`
-	_ struct{} `key:"hello-time" refused:"not applied yet"`
-	_ struct{} `key:"max-age" refused:"not applied yet"`
-	_ struct{} `key:"priority" refused:"not applied yet"`
-
-	Enabled *bool `json:"enabled,omitempty"`
-}
-
-// BridgePort is a bridge port with its optional VLAN filtering.
-type BridgePort struct {
-	_ struct{} `key:"stp-hairpin-mode" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"stp-path-cost" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"stp-priority" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-
-	Name string      `json:"name" nmstate:"required"`
-	VLAN *BridgeVLAN `json:"vlan,omitempty"`
-	// LinkAggregation makes an OVS bridge's port a bond: one OVSDB port over several
-	// interfaces, named by Name, which is no kernel interface.
-	LinkAggregation *OVSBond `json:"link-aggregation,omitempty" nmstate:"only=ovs-bridge"`
-}
-
-// Interfaces are the interfaces the port puts on its bridge: a bond's members, else the
-// port itself.
-func (p BridgePort) Interfaces() []string {
-	if p.LinkAggregation == nil {
-		return []string{p.Name}
-	}
-	return p.LinkAggregation.Members()
-}
-
-// OVSBond is an OVS bridge port's link-aggregation: Open vSwitch's bonding, not the
-// kernel's.
-type OVSBond struct {
-	_ struct{} `key:"ovs-db" refused:"OVSDB columns of a port are not applied yet"`
-
-	Mode      string        `json:"mode" nmstate:"required"`
-	Port      []OVSBondPort `json:"port" nmstate:"required"`
-	UpDelay   *int          `json:"bond-updelay,omitempty" nmstate:"range=0..u32"`
-	DownDelay *int          `json:"bond-downdelay,omitempty" nmstate:"range=0..u32"`
-}
-
-// Members are the names of the bond's ports.
-func (b *OVSBond) Members() []string {
-	names := make([]string, len(b.Port))
-	for i, m := range b.Port {
-		names[i] = m.Name
-	}
-	return names
-}
-
-// OVSBondPort is a member of an OVS bond.
-type OVSBondPort struct {
-	Name string `json:"name" nmstate:"required"`
-}
-
-// OVSBondModes are nmstate's OVS bond modes: Open vSwitch's three bond modes, and lacp
-// (LACP negotiated, Open vSwitch's default active-backup hashing).
-var OVSBondModes = []string{"active-backup", "balance-slb", "balance-tcp", "lacp"}
-
-// BridgeVLAN is a bridge port's VLAN filtering.
-type BridgeVLAN struct {
-	Mode         string     `json:"mode,omitempty"` // access or trunk
-	Tag          *int       `json:"tag,omitempty" nmstate:"range=1..4094"`
-	EnableNative *bool      `json:"enable-native,omitempty"`
-	TrunkTags    []TrunkTag `json:"trunk-tags,omitempty"`
-}
-
-// TrunkTag is one VLAN id or a range of them.
-type TrunkTag struct {
-	ID      *int     `json:"id,omitempty" nmstate:"range=1..4094"`
-	IDRange *IDRange `json:"id-range,omitempty"`
-}
-
-// IDRange is a range of VLAN ids, both ends included.
-type IDRange struct {
-	Min int `json:"min" nmstate:"required,range=1..4094"`
-	Max int `json:"max" nmstate:"required,range=1..4094"`
-}
-
-// VRFConfig is vrf.
-type VRFConfig struct {
-	Port         []string `json:"port" nmstate:"alias=ports,nonnil"`
-	RouteTableID int      `json:"route-table-id" nmstate:"required,range=1..u32"`
-}
-
-// MACVLANConfig is mac-vlan.
-type MACVLANConfig struct {
-	BaseIface   string `json:"base-iface" nmstate:"required"`
-	Mode        string `json:"mode" nmstate:"required"`
-	Promiscuous *bool  `json:"promiscuous,omitempty"`
-}
-
-// MACVLANModes are the modes nmstate names.
-var MACVLANModes = []string{"vepa", "bridge", "private", "passthru", "source"}
-
-// VXLANConfig is vxlan.
-type VXLANConfig struct {
-	_ struct{} `key:"learning" refused:"not applied yet"`
-
-	ID              int    `json:"id" nmstate:"required,range=0..16777215"`
-	BaseIface       string `json:"base-iface,omitempty"`
-	Remote          string `json:"remote,omitempty"`
-	Local           string `json:"local,omitempty"`
-	DestinationPort *int   `json:"destination-port,omitempty" nmstate:"range=1..65535"`
-}
-
-// VethConfig is veth.
-type VethConfig struct {
-	Peer string `json:"peer" nmstate:"required"`
 }
 
 // Routes is the routes section.
@@ -488,24 +294,15 @@ type DNSConfig struct {
 	Search []string `json:"search,omitempty"`
 }
 
-// decodeValue takes an OVS bridge's stp as a boolean too, nmstate 1's form.
-func (s *STP) decodeValue(d *decoder, path string, v any) bool {
-	if b, ok := v.(bool); ok && d.typ == OVSBridge {
-		s.Enabled = &b
-		return true
-	}
-	return d.structure(path, v, reflect.ValueOf(s).Elem())
-}
-
 // typeFrom is the type the interface's keys give: its type if it is one nmoverlay
 // applies, else the one its section implies.
 func (*Interface) typeFrom(m map[string]any) InterfaceType {
 	if t, ok := m["type"].(string); ok && slices.Contains(SupportedTypes, InterfaceType(t)) {
 		return InterfaceType(t)
 	}
-	for _, s := range sectionTypes {
-		if _, ok := m[s.key]; ok {
-			return s.typ
+	for _, k := range sectionKeys {
+		if _, ok := m[k]; ok {
+			return typeOfSection(k)
 		}
 	}
 	return ""
@@ -542,6 +339,11 @@ func (it *Interface) checkDecoded(d *decoder, path string, m map[string]any) {
 		}
 	}
 	it.Type = it.inferType()
+	for _, k := range sectionKeys {
+		if _, given := m[k].(map[string]any); given && !fits(sectionFor(k), it.Type) {
+			d.fail(join(path, k), "only for type %s, but the interface is type %s", typeOfSection(k), it.Type)
+		}
+	}
 }
 
 // checkDecoded takes the one route state nmstate has.
@@ -555,12 +357,5 @@ func (r *Route) checkDecoded(d *decoder, path string, m map[string]any) {
 func (bm *BridgeMapping) checkDecoded(d *decoder, path string, m map[string]any) {
 	if _, ok := m["state"].(string); ok && bm.State != "present" && bm.State != "absent" {
 		d.fail(join(path, "state"), "%q is not present or absent", bm.State)
-	}
-}
-
-// checkDecoded takes Open vSwitch's bond modes.
-func (b *OVSBond) checkDecoded(d *decoder, path string, _ map[string]any) {
-	if b.Mode != "" && !slices.Contains(OVSBondModes, b.Mode) {
-		d.fail(join(path, "mode"), "%q is not an OVS bond mode (%s)", b.Mode, strings.Join(OVSBondModes, ", "))
 	}
 }

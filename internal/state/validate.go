@@ -12,29 +12,10 @@ import (
 
 // inferType names the type a type-specific section implies, for interfaces given without one.
 func (it Interface) inferType() InterfaceType {
-	switch {
-	case it.Type != "":
-		return it.Type
-	case it.LinkAggregation != nil:
-		return Bond
-	case it.VLAN != nil:
-		return VLAN
-	case it.Bridge != nil:
-		return LinuxBridge
-	case it.VRF != nil:
-		return VRF
-	case it.MACVLAN != nil:
-		return MACVLAN
-	case it.VXLAN != nil:
-		return VXLAN
-	case it.Veth != nil:
-		return Veth
-	case it.Patch != nil:
-		return OVSInterface
-	case it.InfiniBand != nil:
-		return InfiniBand
+	if it.Type == "" && it.Section != nil {
+		return it.Section.Types()[0]
 	}
-	return ""
+	return it.Type
 }
 
 var bondOptionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -109,8 +90,8 @@ func Validate(s State) field.Errors {
 				fail(join(p, portField(it)), "%q cannot be a port of itself", port)
 			}
 		}
-		if it.Type == OVSBridge && it.Bridge != nil {
-			validateOVSBonds(p, it, byName, s.Interfaces, fail)
+		if b, ok := it.Section.(*BridgeConfig); ok && it.Type == OVSBridge {
+			validateOVSBonds(p, it.Name, b, byName, s.Interfaces, fail)
 		}
 	}
 	// References to interfaces this same state removes.
@@ -169,176 +150,18 @@ func checkIfname(name string) string {
 	return ""
 }
 
-// validateSections checks that each type-specific section fits the interface's type and,
-// unless the interface is being removed, what the section holds.
+// validateSections checks that the interface's section fits its type and, unless the
+// interface is being removed, what the section holds.
 func validateSections(p string, it Interface, fail func(string, string, ...any)) {
-	sections := []struct {
-		field   string
-		present bool
-		typ     InterfaceType
-	}{
-		{"link-aggregation", it.LinkAggregation != nil, Bond},
-		{"vlan", it.VLAN != nil, VLAN},
-		{"bridge", it.Bridge != nil, LinuxBridge},
-		{"vrf", it.VRF != nil, VRF},
-		{"mac-vlan", it.MACVLAN != nil, MACVLAN},
-		{"vxlan", it.VXLAN != nil, VXLAN},
-		{"veth", it.Veth != nil, Veth},
-		{"patch", it.Patch != nil, OVSInterface},
-	}
-	for _, s := range sections {
-		if s.typ == LinuxBridge && it.Type == OVSBridge {
-			continue // both kinds of bridge have a bridge section
-		}
-		if s.present && s.typ != it.Type {
-			fail(join(p, s.field), "only for type %s, but the interface is type %s", s.typ, it.Type)
-		}
-	}
-	if it.State == Absent {
+	if it.Section == nil {
 		return
 	}
-	if b := it.LinkAggregation; b != nil && it.Type == Bond {
-		validateBond(p, b, fail)
-	}
-	if v := it.VLAN; v != nil && it.Type == VLAN {
-		if e := checkIfname(v.BaseIface); e != "" {
-			fail(join(p, "vlan.base-iface"), "%q %s", v.BaseIface, e)
-		} else if v.BaseIface == it.Name {
-			fail(join(p, "vlan.base-iface"), "a VLAN cannot sit on itself")
-		}
-	}
-	if b := it.Bridge; b != nil && (it.Type == LinuxBridge || it.Type == OVSBridge) {
-		validateBridge(p, b, it.Type == OVSBridge, fail)
-	}
-	if pt := it.Patch; pt != nil && it.Type == OVSInterface {
-		if e := checkIfname(pt.Peer); e != "" {
-			fail(join(p, "patch.peer"), "%q %s", pt.Peer, e)
-		} else if pt.Peer == it.Name {
-			fail(join(p, "patch.peer"), "a patch port cannot peer with itself")
-		}
-	}
-	if v := it.VRF; v != nil && it.Type == VRF {
-		switch v.RouteTableID {
-		case 253, 254, 255:
-			fail(join(p, "vrf.route-table-id"), "%d is a table the kernel reserves (default, main, local)", v.RouteTableID)
-		}
-		checkPorts(join(p, "vrf.port"), v.Port, fail)
-	}
-	if m := it.MACVLAN; m != nil && it.Type == MACVLAN {
-		if e := checkIfname(m.BaseIface); e != "" {
-			fail(join(p, "mac-vlan.base-iface"), "%q %s", m.BaseIface, e)
-		}
-		if m.Mode != "" && !slices.Contains(MACVLANModes, m.Mode) {
-			fail(join(p, "mac-vlan.mode"), "%q is not one of %v", m.Mode, MACVLANModes)
-		}
-	}
-	if x := it.VXLAN; x != nil && it.Type == VXLAN {
-		validateVXLAN(p, x, fail)
-	}
-	if v := it.Veth; v != nil && it.Type == Veth {
-		if e := checkIfname(v.Peer); e != "" {
-			fail(join(p, "veth.peer"), "%q %s", v.Peer, e)
-		} else if v.Peer == it.Name {
-			fail(join(p, "veth.peer"), "a veth cannot peer with itself")
-		}
-	}
-}
-
-// validateBond checks the link-aggregation section of the bond at p.
-func validateBond(p string, b *BondConfig, fail func(string, string, ...any)) {
-	if b.Mode != "" && !slices.Contains(BondModes, b.Mode) {
-		fail(join(p, "link-aggregation.mode"), "%q is not a bond mode (%v)", b.Mode, BondModes)
-	}
-	for k := range b.Options {
-		if !bondOptionName.MatchString(k) || k == "mode" {
-			fail(join(p, "link-aggregation.options."+k), "not a bonding option name (the mode goes in link-aggregation.mode)")
-		}
-	}
-	checkPorts(join(p, "link-aggregation.port"), b.Port, fail)
-}
-
-// validateBridge checks the bridge section of the bridge at p (an OVS bridge when ovs):
-// options only the other kind has, each port's VLAN filtering, then the port names.
-func validateBridge(p string, b *BridgeConfig, ovs bool, fail func(string, string, ...any)) {
-	if o := b.Options; o != nil && !ovs {
-		for _, f := range []struct {
-			field string
-			set   bool
-		}{{"rstp", o.RSTP != nil}, {"mcast-snooping-enable", o.MCastSnoopingEnable != nil}, {"fail-mode", o.FailMode != nil}, {"datapath", o.Datapath != nil}} {
-			if f.set {
-				fail(join(p, "bridge.options."+f.field), "only for type ovs-bridge")
-			}
-		}
-	}
-	if b.AllowExtraPatchPorts != nil && !ovs {
-		fail(join(p, "bridge.allow-extra-patch-ports"), "only for type ovs-bridge")
-	}
-	names := make([]string, len(b.Port))
-	for i, port := range b.Port {
-		names[i] = port.Name
-		if port.VLAN != nil {
-			validateBridgePortVLAN(index(join(p, "bridge.port"), i), port.VLAN, fail)
-		}
-		if b := port.LinkAggregation; b != nil {
-			bp := join(index(join(p, "bridge.port"), i), "link-aggregation")
-			if len(b.Port) < 2 {
-				fail(join(bp, "port"), "an OVS bond needs two ports or more, got %d", len(b.Port))
-			}
-			checkPorts(join(bp, "port"), b.Members(), fail)
-		}
-	}
-	checkPorts(join(p, "bridge.port"), names, fail)
-}
-
-// validateOVSBonds checks the OVS bonds of the bridge at p against the rest of the state:
-// a bond is an OVSDB port, so its name is no interface's, and its members are interfaces
-// of the system (an ovs-interface is a port of its own).
-func validateOVSBonds(p string, br Interface, byName map[string]int, all []Interface, fail func(string, string, ...any)) {
-	for i, port := range br.Bridge.Port {
-		b := port.LinkAggregation
-		if b == nil {
-			continue
-		}
-		pp := index(join(p, "bridge.port"), i)
-		if j, ok := byName[port.Name]; ok {
-			fail(join(pp, "name"), "%q is also interfaces[%d]: an OVS bond is a port of the bridge, not an interface; give it a name of its own", port.Name, j)
-		} else if port.Name == br.Name {
-			fail(join(pp, "name"), "%q is the bridge's own name, its internal interface's: give the bond a name of its own", port.Name)
-		}
-		for j, m := range b.Port {
-			if k, ok := byName[m.Name]; ok && all[k].Type == OVSInterface || m.Name == br.Name {
-				fail(index(join(pp, "link-aggregation.port"), j), "%q is an OVS internal interface: a bond's ports are interfaces of the system", m.Name)
-			}
-		}
-	}
-}
-
-// validateBridgePortVLAN checks the vlan section of the bridge port at pp: the fields its
-// mode requires or forbids, and each trunk tag.
-func validateBridgePortVLAN(pp string, v *BridgeVLAN, fail func(string, string, ...any)) {
-	switch v.Mode {
-	case "access":
-		if v.Tag == nil {
-			fail(join(pp, "vlan.tag"), "required in access mode")
-		}
-		if len(v.TrunkTags) > 0 {
-			fail(join(pp, "vlan.trunk-tags"), "only in trunk mode")
-		}
-	case "trunk":
-		if len(v.TrunkTags) == 0 {
-			fail(join(pp, "vlan.trunk-tags"), "required in trunk mode")
-		}
-	default:
-		fail(join(pp, "vlan.mode"), "%q is not access or trunk", v.Mode)
-	}
-	for j, t := range v.TrunkTags {
-		tp := index(join(pp, "vlan.trunk-tags"), j)
-		switch {
-		case (t.ID == nil) == (t.IDRange == nil):
-			fail(tp, "give exactly one of id and id-range")
-		case t.IDRange != nil && t.IDRange.Min > t.IDRange.Max:
-			fail(join(tp, "id-range"), "min %d is above max %d", t.IDRange.Min, t.IDRange.Max)
-		}
+	sp := join(p, it.Section.Key())
+	switch {
+	case !fits(it.Section, it.Type):
+		fail(sp, "only for type %s, but the interface is type %s", it.Section.Types()[0], it.Type)
+	case it.State != Absent:
+		it.Section.validate(it, sp, fail)
 	}
 }
 
@@ -468,23 +291,6 @@ func parseRulePrefix(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, err
 	}
 	return pfx.Masked(), nil
-}
-
-// validateVXLAN checks the vxlan section of the VXLAN at p.
-func validateVXLAN(p string, x *VXLANConfig, fail func(string, string, ...any)) {
-	if x.BaseIface != "" {
-		if e := checkIfname(x.BaseIface); e != "" {
-			fail(join(p, "vxlan.base-iface"), "%q %s", x.BaseIface, e)
-		}
-	}
-	for _, f := range [][2]string{{"remote", x.Remote}, {"local", x.Local}} {
-		if _, err := netip.ParseAddr(f[1]); f[1] != "" && err != nil {
-			fail(join(p, "vxlan."+f[0]), "%q is not an IP address", f[1])
-		}
-	}
-	if x.Remote == "" {
-		fail(join(p, "vxlan.remote"), "required (a multicast group or the remote VTEP)")
-	}
 }
 
 func checkPorts(path string, ports []string, fail func(string, string, ...any)) {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -92,18 +91,6 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	if want.ProfileName != nil && *want.ProfileName != want.Name && (got.ProfileName == nil || *got.ProfileName != *want.ProfileName) {
 		add("%s.profile-name: %s, want %s", n, strOrNone(got.ProfileName), *want.ProfileName)
 	}
-	if w := want.InfiniBand; w != nil {
-		g := got.InfiniBand
-		if g == nil {
-			g = &InfiniBandConfig{}
-		}
-		if w.Mode != "" && g.Mode != w.Mode {
-			add("%s.infiniband.mode: %s, want %s", n, cmp.Or(g.Mode, "none"), w.Mode)
-		}
-		if w.PKey != nil && *w.PKey != DefaultPKey && (g.PKey == nil || *g.PKey != *w.PKey) {
-			add("%s.infiniband.pkey: %s, want %#x", n, intOrNone(g.PKey), *w.PKey)
-		}
-	}
 	if want.Ethtool != nil {
 		verifyEthtool(add, n+".ethtool", want.Ethtool, got.Ethtool)
 	}
@@ -120,130 +107,8 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 		}
 		verifySRIOV(add, n+".ethernet.sr-iov", want.Ethernet.SRIOV, sr)
 	}
-	if want.LinkAggregation != nil {
-		verifyBond(add, n, want.LinkAggregation, got.LinkAggregation)
-	}
-	if want.Bridge != nil {
-		verifyBridge(add, n, want.Bridge, got.Bridge, want.Type == OVSBridge)
-	}
-	if w := want.Patch; w != nil && (got.Patch == nil || got.Patch.Peer != w.Peer) {
-		add("%s.patch.peer: %v, want %s", n, got.Patch, w.Peer)
-	}
-	if w := want.VRF; w != nil {
-		g := got.VRF
-		if g == nil {
-			g = &VRFConfig{}
-		}
-		if g.RouteTableID != w.RouteTableID {
-			add("%s.vrf.route-table-id: %d, want %d", n, g.RouteTableID, w.RouteTableID)
-		}
-		verifyPorts(add, n+".vrf.port", w.Port, g.Port)
-	}
-	if w := want.VLAN; w != nil && (got.VLAN == nil || *got.VLAN != *w) {
-		add("%s.vlan: %v, want id %d on %s", n, got.VLAN, w.ID, w.BaseIface)
-	}
-	if w := want.MACVLAN; w != nil && (got.MACVLAN == nil || got.MACVLAN.BaseIface != w.BaseIface || got.MACVLAN.Mode != w.Mode) {
-		add("%s.mac-vlan: %v, want %s on %s", n, got.MACVLAN, w.Mode, w.BaseIface)
-	}
-	if w := want.VXLAN; w != nil {
-		g := got.VXLAN
-		if g == nil || g.ID != w.ID || (w.BaseIface != "" && g.BaseIface != w.BaseIface) || (w.Remote != "" && !sameIP(g.Remote, w.Remote)) {
-			add("%s.vxlan: %v, want id %d remote %s on %s", n, g, w.ID, orNone(w.Remote), orNone(w.BaseIface))
-		}
-	}
-}
-
-// verifyBond compares the bond n's link-aggregation section: the mode and options the
-// policy sets, and the ports. A missing section (got nil) is compared as an empty one.
-func verifyBond(add func(string, ...any), n string, w, g *BondConfig) {
-	if g == nil {
-		g = &BondConfig{}
-	}
-	if w.Mode != "" && w.Mode != g.Mode {
-		add("%s.link-aggregation.mode: %s, want %s", n, orNone(string(g.Mode)), w.Mode)
-	}
-	for _, k := range sortedKeys(w.Options) {
-		if v, ok := g.Options[k]; !ok || !SameBondOption(k, v, w.Options[k]) {
-			add("%s.link-aggregation.options.%s: %s, want %s", n, k, orNone(v), w.Options[k])
-		}
-	}
-	verifyPorts(add, n+".link-aggregation.port", w.Port, g.Port)
-}
-
-// verifyBridge compares the bridge n's bridge section: the options the policy sets, the
-// ports, and each port's VLAN filtering. An OVS bridge's ports must include the policy's:
-// ports others added (OVN's patch ports) are not nmoverlay's to judge. A missing section
-// (got nil) is compared as an empty one.
-func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig, ovs bool) {
-	if g == nil {
-		g = &BridgeConfig{}
-	}
-	if wo := w.Options; wo != nil {
-		gotOpts := g.Options
-		if gotOpts == nil {
-			gotOpts = &BridgeOptions{}
-		}
-		var stp *bool
-		if gotOpts.STP != nil {
-			stp = gotOpts.STP.Enabled
-		}
-		if wo.STP != nil {
-			verifyField(add, n+".bridge.options.stp.enabled", wo.STP.Enabled, stp)
-		}
-		opt := n + ".bridge.options."
-		verifyField(add, opt+"rstp", wo.RSTP, gotOpts.RSTP)
-		verifyField(add, opt+"mcast-snooping-enable", wo.MCastSnoopingEnable, gotOpts.MCastSnoopingEnable)
-		verifyField(add, opt+"fail-mode", wo.FailMode, gotOpts.FailMode)
-		verifyField(add, opt+"datapath", wo.Datapath, gotOpts.Datapath)
-	}
-	if ovs {
-		have := bridgePortNames(g)
-		for _, p := range bridgePortNames(w) {
-			if !slices.Contains(have, p) {
-				add("%s.bridge.port: %v, want %s among them", n, have, p)
-			}
-		}
-	} else {
-		verifyPorts(add, n+".bridge.port", bridgePortNames(w), bridgePortNames(g))
-	}
-	for _, wp := range w.Port {
-		var have BridgePort
-		for _, gp := range g.Port {
-			if gp.Name == wp.Name {
-				have = gp
-			}
-		}
-		if wp.VLAN != nil && !wp.VLAN.Equivalent(have.VLAN) {
-			add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have.VLAN, wp.VLAN)
-		}
-		if wp.LinkAggregation != nil {
-			verifyOVSBond(add, fmt.Sprintf("%s.bridge.port[name=%s].link-aggregation", n, wp.Name), wp.LinkAggregation, have.LinkAggregation)
-		}
-	}
-}
-
-// verifyOVSBond compares an OVS bond: its mode, its ports (all of them: a bond's members
-// are the policy's), and the delays the policy sets.
-func verifyOVSBond(add func(string, ...any), path string, w, g *OVSBond) {
-	if g == nil {
-		add("%s: not a bond, want mode %s", path, w.Mode)
-		return
-	}
-	if g.Mode != w.Mode {
-		add("%s.mode: %s, want %s", path, g.Mode, w.Mode)
-	}
-	verifyPorts(add, path+".port", w.Members(), g.Members())
-	for _, f := range []struct {
-		name      string
-		want, got *int
-	}{{"bond-updelay", w.UpDelay, g.UpDelay}, {"bond-downdelay", w.DownDelay, g.DownDelay}} {
-		got := 0 // Open vSwitch's default
-		if f.got != nil {
-			got = *f.got
-		}
-		if f.want != nil && *f.want != got {
-			add("%s.%s: %d, want %d", path, f.name, got, *f.want)
-		}
+	if want.Section != nil {
+		want.Section.verify(add, want, got.Section)
 	}
 }
 
@@ -369,14 +234,6 @@ func verifyPorts(add func(string, ...any), path string, want, got []string) {
 	}
 }
 
-func bridgePortNames(b *BridgeConfig) []string {
-	n := make([]string, len(b.Port))
-	for i, p := range b.Port {
-		n[i] = p.Name
-	}
-	return n
-}
-
 // routeMatches: the running route got is the desired present route want. Metric and
 // table are compared only when want states them (0 and unset both mean the main table).
 func routeMatches(want, got Route) bool {
@@ -451,69 +308,6 @@ func samePrefix(a, b string) bool {
 	x, err1 := netip.ParsePrefix(a)
 	y, err2 := netip.ParsePrefix(b)
 	return err1 == nil && err2 == nil && x.Masked() == y.Masked()
-}
-
-// Equivalent says whether the port VLAN configuration got does what v asks, as nmstate
-// reads it back: an access port's tag, a trunk's tags (ranges and single ids alike) and
-// its native VLAN when enable-native is on. The bridge's default PVID (VLAN 1) is the
-// kernel's and nmstate leaves it out on both sides.
-func (v *BridgeVLAN) Equivalent(got *BridgeVLAN) bool {
-	if got == nil {
-		got = &BridgeVLAN{}
-	}
-	mode := func(b *BridgeVLAN) string {
-		if b.Mode == "" && len(b.TrunkTags) > 0 {
-			return "trunk"
-		}
-		if b.Mode == "" {
-			return "access"
-		}
-		return b.Mode
-	}
-	if mode(v) != mode(got) {
-		return false
-	}
-	native := func(b *BridgeVLAN) int {
-		if b.Tag == nil || (mode(b) == "trunk" && !isTrue(b.EnableNative)) {
-			return 0
-		}
-		return *b.Tag
-	}
-	return native(v) == native(got) && slices.Equal(v.vlanIDs(), got.vlanIDs())
-}
-
-// vlanIDs are a trunk's tagged VLANs, ranges expanded, sorted.
-func (v *BridgeVLAN) vlanIDs() []int {
-	var ids []int
-	for _, t := range v.TrunkTags {
-		switch {
-		case t.ID != nil:
-			ids = append(ids, *t.ID)
-		case t.IDRange != nil:
-			for id := t.IDRange.Min; id <= t.IDRange.Max; id++ {
-				ids = append(ids, id)
-			}
-		}
-	}
-	sort.Ints(ids)
-	return slices.Compact(ids)
-}
-
-func (v *BridgeVLAN) String() string {
-	if v == nil {
-		return "none"
-	}
-	s := "mode=" + v.Mode
-	if v.Tag != nil {
-		s += fmt.Sprintf(",tag=%d", *v.Tag)
-	}
-	if v.EnableNative != nil {
-		s += fmt.Sprintf(",enable-native=%t", *v.EnableNative)
-	}
-	if ids := v.vlanIDs(); len(ids) > 0 {
-		s += fmt.Sprintf(",trunk-tags=%v", ids)
-	}
-	return s
 }
 
 func sameIP(a, b string) bool {

@@ -143,22 +143,24 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"vf vlan", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].VLANID = 0 }, "eth1.ethernet.sr-iov.vfs[id=1].vlan-id"},
 		{"vf qos", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.VFs[1].QoS = 0 }, "eth1.ethernet.sr-iov.vfs[id=1].qos"},
 		{"vf vlan-proto", func(s *State) { iface(s, "eth1").Ethernet.SRIOV.VFs[1].VLANProto = VLANProto8021Q }, "eth1.ethernet.sr-iov.vfs[id=1].vlan-proto"},
-		{"bond mode", func(s *State) { iface(s, "bond0").LinkAggregation.Mode = "active-backup" }, "bond0.link-aggregation.mode"},
-		{"bond option", func(s *State) { iface(s, "bond0").LinkAggregation.Options["miimon"] = "200" }, "bond0.link-aggregation.options.miimon"},
-		{"bond option missing", func(s *State) { delete(iface(s, "bond0").LinkAggregation.Options, "lacp_rate") }, "bond0.link-aggregation.options.lacp_rate"},
-		{"bond ports", func(s *State) { iface(s, "bond0").LinkAggregation.Port = []string{"eth2"} }, "bond0.link-aggregation.port"},
-		{"bridge stp", func(s *State) { *iface(s, "br0").Bridge.Options.STP.Enabled = true }, "br0.bridge.options.stp.enabled"},
-		{"bridge ports", func(s *State) { iface(s, "br0").Bridge.Port = iface(s, "br0").Bridge.Port[:1] }, "br0.bridge.port"},
+		{"bond mode", func(s *State) { SectionOf[*BondConfig](*iface(s, "bond0")).Mode = "active-backup" }, "bond0.link-aggregation.mode"},
+		{"bond option", func(s *State) { SectionOf[*BondConfig](*iface(s, "bond0")).Options["miimon"] = "200" }, "bond0.link-aggregation.options.miimon"},
+		{"bond option missing", func(s *State) { delete(SectionOf[*BondConfig](*iface(s, "bond0")).Options, "lacp_rate") }, "bond0.link-aggregation.options.lacp_rate"},
+		{"bond ports", func(s *State) { SectionOf[*BondConfig](*iface(s, "bond0")).Port = []string{"eth2"} }, "bond0.link-aggregation.port"},
+		{"bridge stp", func(s *State) { *SectionOf[*BridgeConfig](*iface(s, "br0")).Options.STP.Enabled = true }, "br0.bridge.options.stp.enabled"},
+		{"bridge ports", func(s *State) {
+			SectionOf[*BridgeConfig](*iface(s, "br0")).Port = SectionOf[*BridgeConfig](*iface(s, "br0")).Port[:1]
+		}, "br0.bridge.port"},
 		{"trunk tags", func(s *State) {
-			iface(s, "br0").Bridge.Port[0].VLAN.TrunkTags = iface(s, "br0").Bridge.Port[0].VLAN.TrunkTags[:2]
+			SectionOf[*BridgeConfig](*iface(s, "br0")).Port[0].VLAN.TrunkTags = SectionOf[*BridgeConfig](*iface(s, "br0")).Port[0].VLAN.TrunkTags[:2]
 		}, "br0.bridge.port[name=eth4].vlan"},
-		{"native vlan", func(s *State) { *iface(s, "br0").Bridge.Port[0].VLAN.EnableNative = false }, "br0.bridge.port[name=eth4].vlan"},
-		{"access tag", func(s *State) { *iface(s, "br0").Bridge.Port[1].VLAN.Tag = 21 }, "br0.bridge.port[name=eth5].vlan"},
-		{"vrf table", func(s *State) { iface(s, "vrf1").VRF.RouteTableID = 11 }, "vrf1.vrf.route-table-id"},
-		{"vrf ports", func(s *State) { iface(s, "vrf1").VRF.Port = nil }, "vrf1.vrf.port"},
-		{"vlan id", func(s *State) { iface(s, "eth1.7").VLAN.ID = 8 }, "eth1.7.vlan"},
-		{"mac-vlan mode", func(s *State) { iface(s, "mv0").MACVLAN.Mode = "vepa" }, "mv0.mac-vlan"},
-		{"vxlan remote", func(s *State) { iface(s, "vx0").VXLAN.Remote = "192.0.2.8" }, "vx0.vxlan"},
+		{"native vlan", func(s *State) { *SectionOf[*BridgeConfig](*iface(s, "br0")).Port[0].VLAN.EnableNative = false }, "br0.bridge.port[name=eth4].vlan"},
+		{"access tag", func(s *State) { *SectionOf[*BridgeConfig](*iface(s, "br0")).Port[1].VLAN.Tag = 21 }, "br0.bridge.port[name=eth5].vlan"},
+		{"vrf table", func(s *State) { SectionOf[*VRFConfig](*iface(s, "vrf1")).RouteTableID = 11 }, "vrf1.vrf.route-table-id"},
+		{"vrf ports", func(s *State) { SectionOf[*VRFConfig](*iface(s, "vrf1")).Port = nil }, "vrf1.vrf.port"},
+		{"vlan id", func(s *State) { SectionOf[*VLANConfig](*iface(s, "eth1.7")).ID = 8 }, "eth1.7.vlan"},
+		{"mac-vlan mode", func(s *State) { SectionOf[*MACVLANConfig](*iface(s, "mv0")).Mode = "vepa" }, "mv0.mac-vlan"},
+		{"vxlan remote", func(s *State) { SectionOf[*VXLANConfig](*iface(s, "vx0")).Remote = "192.0.2.8" }, "vx0.vxlan"},
 		{"route metric", func(s *State) { *s.Routes.Running[0].Metric = 51 }, "routes.config[destination=198.51.100.0/24"},
 		{"route table", func(s *State) { *s.Routes.Running[0].TableID = 254 }, "routes.config[destination=198.51.100.0/24"},
 		{"absent route", func(s *State) {
@@ -259,7 +261,7 @@ func TestVerifyOVS(t *testing.T) {
 		Interfaces: []Interface{
 			// The internal interface of another bridge of the same name must not stand in for it.
 			{Name: "ovs-br1", Type: OVSInterface, State: Up},
-			{Name: "ovs-br1", Type: OVSBridge, State: Up, Bridge: &BridgeConfig{
+			{Name: "ovs-br1", Type: OVSBridge, State: Up, Section: &BridgeConfig{
 				Options: &BridgeOptions{STP: &STP{Enabled: &no}, MCastSnoopingEnable: &yes},
 				Port:    []BridgePort{{Name: "eth1"}, {Name: "patch-localnet2-to-br-int"}}}},
 		},
@@ -269,8 +271,8 @@ func TestVerifyOVS(t *testing.T) {
 	if diffs := Verify(desired, current); len(diffs) != 0 {
 		t.Fatalf("converged state reported as %v", diffs)
 	}
-	current.Interfaces[1].Bridge.Options.MCastSnoopingEnable = &no
-	current.Interfaces[1].Bridge.Port = current.Interfaces[1].Bridge.Port[1:]
+	SectionOf[*BridgeConfig](current.Interfaces[1]).Options.MCastSnoopingEnable = &no
+	SectionOf[*BridgeConfig](current.Interfaces[1]).Port = SectionOf[*BridgeConfig](current.Interfaces[1]).Port[1:]
 	current.OVN.BridgeMappings[0].Bridge = "br-ex"
 	want := []string{
 		"ovs-br1,type=ovs-bridge.bridge.options.mcast-snooping-enable: false, want true",
@@ -299,7 +301,7 @@ func TestVerifyOVSBond(t *testing.T) {
     - {name: bond1, link-aggregation: {mode: balance-slb, bond-downdelay: 200, port: [{name: eth1}, {name: eth2}]}}`)
 	delay := 200
 	bond := &OVSBond{Mode: "balance-slb", DownDelay: &delay, Port: []OVSBondPort{{Name: "eth2"}, {Name: "eth1"}}}
-	current := State{Interfaces: []Interface{{Name: "br1", Type: OVSBridge, State: Up, Bridge: &BridgeConfig{
+	current := State{Interfaces: []Interface{{Name: "br1", Type: OVSBridge, State: Up, Section: &BridgeConfig{
 		Port: []BridgePort{{Name: "bond1", LinkAggregation: bond}, {Name: "patch-x"}}}}}}
 	if diffs := Verify(desired, current); len(diffs) != 0 {
 		t.Fatalf("converged state reported as %v", diffs)
@@ -320,7 +322,7 @@ func TestVerifyOVSBond(t *testing.T) {
 		c := *bond
 		port := BridgePort{Name: "bond1", LinkAggregation: &c}
 		tc.change(&port)
-		current.Interfaces[0].Bridge.Port[0] = port
+		SectionOf[*BridgeConfig](current.Interfaces[0]).Port[0] = port
 		if diffs := Verify(desired, current); !slices.Equal(diffs, []string{tc.want}) {
 			t.Errorf("%s: %v, want %s", tc.name, diffs, tc.want)
 		}

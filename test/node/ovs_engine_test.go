@@ -216,8 +216,8 @@ ovn:
 		br := find(s, "ovs-br1", state.OVSBridge)
 		Expect(br).NotTo(BeNil(), "%+v", s.Interfaces)
 		Expect(br.State).To(Equal(state.Up))
-		Expect(br.Bridge.Port).To(ContainElement(state.BridgePort{Name: "eth2"}))
-		Expect(*br.Bridge.Options.MCastSnoopingEnable).To(BeTrue())
+		Expect(state.SectionOf[*state.BridgeConfig](*br).Port).To(ContainElement(state.BridgePort{Name: "eth2"}))
+		Expect(*state.SectionOf[*state.BridgeConfig](*br).Options.MCastSnoopingEnable).To(BeTrue())
 		Expect(s.OVN.BridgeMappings).To(ConsistOf(
 			state.BridgeMapping{Localnet: "localnet2", Bridge: "ovs-br1"},
 			state.BridgeMapping{Localnet: "physnet", Bridge: "br-manual"},
@@ -286,11 +286,11 @@ ovn:
 		s := current()
 		br := find(s, "br1", state.OVSBridge)
 		Expect(br).NotTo(BeNil(), "%+v", s.Interfaces)
-		i := slices.IndexFunc(br.Bridge.Port, func(p state.BridgePort) bool { return p.Name == "bond1" })
-		Expect(i).To(BeNumerically(">=", 0), "%+v", br.Bridge.Port)
-		Expect(br.Bridge.Port[i].LinkAggregation).NotTo(BeNil())
-		Expect(br.Bridge.Port[i].LinkAggregation.Mode).To(Equal("balance-slb"))
-		Expect(br.Bridge.Port[i].Interfaces()).To(Equal([]string{"eth4", "eth5"}))
+		i := slices.IndexFunc(state.SectionOf[*state.BridgeConfig](*br).Port, func(p state.BridgePort) bool { return p.Name == "bond1" })
+		Expect(i).To(BeNumerically(">=", 0), "%+v", state.SectionOf[*state.BridgeConfig](*br).Port)
+		Expect(state.SectionOf[*state.BridgeConfig](*br).Port[i].LinkAggregation).NotTo(BeNil())
+		Expect(state.SectionOf[*state.BridgeConfig](*br).Port[i].LinkAggregation.Mode).To(Equal("balance-slb"))
+		Expect(state.SectionOf[*state.BridgeConfig](*br).Port[i].Interfaces()).To(Equal([]string{"eth4", "eth5"}))
 		Expect(state.Verify(desired(localnet, ontoManual, brEx, bond), s)).To(BeEmpty())
 
 		// Another mode, rolled back: the bond is balance-slb again with both NICs.

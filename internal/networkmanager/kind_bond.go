@@ -1,0 +1,37 @@
+package networkmanager
+
+import "github.com/nmoverlay/nmoverlay/internal/state"
+
+func init() {
+	register(&kind{typ: state.Bond, connType: "bond", deviceType: 10,
+		write: func(s settings, it state.Interface, _ profileExtras) {
+			if b := state.SectionOf[*state.BondConfig](it); b != nil {
+				opts := map[string]string{"mode": string(b.Mode)}
+				for k, v := range b.Options {
+					opts[k] = v
+				}
+				s.set("bond", "options", opts)
+			}
+			s.set("connection", "autoconnect-slaves", int32(1))
+		},
+		ports: func(it state.Interface) []port {
+			var out []port
+			if b := state.SectionOf[*state.BondConfig](it); b != nil {
+				for _, name := range b.Port {
+					out = append(out, port{name, portOf{controller: it.Name, kind: "bond"}})
+				}
+			}
+			return out
+		},
+		read: func(it *state.Interface, r readBack) {
+			opts, _ := r.applied["bond"]["options"].Value().(map[string]string)
+			rest := map[string]string{}
+			for k, v := range opts {
+				if k != "mode" {
+					rest[k] = v
+				}
+			}
+			it.Section = &state.BondConfig{Mode: state.BondMode(opts["mode"]), Options: rest, Port: r.ports}
+		},
+	})
+}

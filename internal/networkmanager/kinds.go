@@ -1,0 +1,80 @@
+package networkmanager
+
+import (
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// kind is what the engine knows of one interface type: NetworkManager's connection and
+// device types for it, how a profile says its section, and how its applied profile reads
+// back. Each kind is in its own file (kind_*.go) and registers itself.
+type kind struct {
+	typ state.InterfaceType
+	// connType is NetworkManager's connection.type; deviceType its NMDeviceType.
+	connType   string
+	deviceType uint32
+	// link is the settings section holding the link layer's MTU and matched MAC address
+	// (802-3-ethernet unless the kind has its own); noMTU: the kind takes no MTU.
+	link  string
+	noMTU bool
+	// sectionless is the type an existing device of this kind is configured as when the
+	// desired state gives no section ("" for its own).
+	sectionless state.InterfaceType
+	// write sets the kind's settings from it; what it does not say stays as in s.
+	write func(s settings, it state.Interface, p profileExtras)
+	// ports are the interface's ports, each with what its profile says of them, for a
+	// kind whose ports NetworkManager enslaves by port type.
+	ports func(it state.Interface) []port
+	// read fills it's section from what its device's profile says.
+	read func(it *state.Interface, r readBack)
+}
+
+// port is one port of a controller, and what its profile must say of it.
+type port struct {
+	name string
+	of   portOf
+}
+
+// readBack is what Show has read for one device: its applied profile, its ports, and
+// everything applied (a bridge's ports' VLANs are in their own profiles).
+type readBack struct {
+	applied settings
+	ports   []string
+	portsOf map[string][]string
+	all     map[string]settings
+}
+
+var kinds = map[state.InterfaceType]*kind{}
+
+func register(k *kind) {
+	if k.link == "" {
+		k.link = "802-3-ethernet"
+	}
+	kinds[k.typ] = k
+}
+
+// typeOfDevice is the nmstate type of an NMDeviceType, "" for one not modelled.
+func typeOfDevice(nmType uint32) state.InterfaceType {
+	for t, k := range kinds {
+		if k.deviceType == nmType {
+			return t
+		}
+	}
+	return ""
+}
+
+// emptySection makes sure s has section sec, as NetworkManager requires of some types
+// even when nothing in it is set.
+func emptySection(s settings, sec string) {
+	if _, ok := s[sec]; !ok {
+		s[sec] = map[string]dbus.Variant{}
+	}
+}
+
+// The kinds without a section of their own.
+func init() {
+	register(&kind{typ: state.Ethernet, connType: "802-3-ethernet", deviceType: 1})
+	register(&kind{typ: state.Dummy, connType: "dummy", deviceType: 22,
+		write: func(s settings, _ state.Interface, _ profileExtras) { emptySection(s, "dummy") }})
+}

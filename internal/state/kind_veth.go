@@ -1,0 +1,28 @@
+package state
+
+// Veth is one end of a veth pair.
+const Veth InterfaceType = "veth"
+
+func init() { registerSection(func() Section { return &VethConfig{} }) }
+
+// VethConfig is a veth's veth section.
+type VethConfig struct {
+	Peer string `json:"peer" nmstate:"required"`
+}
+
+func (*VethConfig) Key() string            { return "veth" }
+func (*VethConfig) Types() []InterfaceType { return []InterfaceType{Veth} }
+
+// references: none; the peer is created with the veth, not before it.
+func (*VethConfig) references(func(RefKind, string, *string)) {}
+
+func (v *VethConfig) validate(it Interface, p string, fail failFunc) {
+	if e := checkIfname(v.Peer); e != "" {
+		fail(join(p, "peer"), "%q %s", v.Peer, e)
+	} else if v.Peer == it.Name {
+		fail(join(p, "peer"), "a veth cannot peer with itself")
+	}
+}
+
+// verify: the peer is what the kernel created the pair with; nothing to compare.
+func (*VethConfig) verify(addFunc, Interface, Section) {}
