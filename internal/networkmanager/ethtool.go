@@ -39,50 +39,73 @@ func setEthtool(s settings, c *state.EthtoolConfig) {
 	}
 }
 
-// readEthtool reports, for an interface whose applied profile sets ethtool options, what
-// the kernel runs of each (as nmstate reports them: features by their kernel names).
-// Only those: every device's whole feature list would bloat the state.
-func readEthtool(name string, a settings) (*state.EthtoolConfig, error) {
-	var wanted []string
-	for kernel, option := range state.EthtoolFeatures {
-		if _, ok := a["ethtool"][option]; ok {
-			wanted = append(wanted, kernel)
-		}
+// kernelEthtool is what the kernel runs of a device's ethtool settings: every feature,
+// and the ring, coalesce and pause parameters its profile names (nil when it names none,
+// or the device has none).
+type kernelEthtool struct {
+	Features map[string]bool     `json:"features,omitempty"`
+	Ring     state.EthtoolValues `json:"ring,omitempty"`
+	Coalesce state.EthtoolValues `json:"coalesce,omitempty"`
+	Pause    state.EthtoolValues `json:"pause,omitempty"`
+}
+
+// readKernelEthtool reads what the kernel runs of what the applied profile a sets; nil
+// when it sets no ethtool option.
+func readKernelEthtool(name string, a settings) (*kernelEthtool, error) {
+	if len(a["ethtool"]) == 0 {
+		return nil, nil
 	}
 	has := func(prefix string) bool {
 		return slices.ContainsFunc(slices.Collect(maps.Keys(a["ethtool"])), func(k string) bool { return strings.HasPrefix(k, prefix) })
 	}
-	c := &state.EthtoolConfig{}
-	if len(wanted) > 0 {
-		active, err := kernelFeatures(name)
-		if err != nil {
+	k := &kernelEthtool{}
+	if has("feature-") {
+		var err error
+		if k.Features, err = kernelFeatures(name); err != nil {
 			return nil, err
-		}
-		c.Feature = map[string]bool{}
-		for _, k := range wanted {
-			if on, ok := active[k]; ok {
-				c.Feature[k] = on
-			}
 		}
 	}
 	// A device without ring, coalesce or pause parameters (the ioctl is not supported)
 	// reports none: verification then names what it lacks.
 	if has("ring-") {
-		c.Ring, _ = kernelValues(name, ethtoolGRingParam, 9, ringFields)
+		k.Ring, _ = kernelValues(name, ethtoolGRingParam, 9, ringFields)
 	}
 	if has("coalesce-") {
-		c.Coalesce, _ = kernelValues(name, ethtoolGCoalesce, 23, coalesceFields)
+		k.Coalesce, _ = kernelValues(name, ethtoolGCoalesce, 23, coalesceFields)
 	}
 	if has("pause-") {
-		if v, err := kernelValues(name, ethtoolGPauseParam, 4, map[string]int{"autoneg": 1, "rx": 2, "tx": 3}); err == nil {
-			on := func(k string) *bool { b := v[k] != 0; return &b }
-			c.Pause = &state.EthtoolPause{Autoneg: on("autoneg"), RX: on("rx"), TX: on("tx")}
+		k.Pause, _ = kernelValues(name, ethtoolGPauseParam, 4, map[string]int{"autoneg": 1, "rx": 2, "tx": 3})
+	}
+	return k, nil
+}
+
+// ethtoolState reports, for an interface whose applied profile a sets ethtool options,
+// what the kernel runs of each (as nmstate reports them: features by their kernel
+// names). Only those: every device's whole feature list would bloat the state.
+func ethtoolState(k *kernelEthtool, a settings) *state.EthtoolConfig {
+	if k == nil {
+		return nil
+	}
+	c := &state.EthtoolConfig{Ring: k.Ring, Coalesce: k.Coalesce}
+	for kernel, option := range state.EthtoolFeatures {
+		if _, ok := a["ethtool"][option]; !ok {
+			continue
+		}
+		if c.Feature == nil {
+			c.Feature = map[string]bool{}
+		}
+		if on, ok := k.Features[kernel]; ok {
+			c.Feature[kernel] = on
 		}
 	}
-	if c.Feature == nil && c.Ring == nil && c.Coalesce == nil && c.Pause == nil {
-		return nil, nil
+	if v := k.Pause; v != nil {
+		on := func(k string) *bool { b := v[k] != 0; return &b }
+		c.Pause = &state.EthtoolPause{Autoneg: on("autoneg"), RX: on("rx"), TX: on("tx")}
 	}
-	return c, nil
+	if c.Feature == nil && c.Ring == nil && c.Coalesce == nil && c.Pause == nil {
+		return nil
+	}
+	return c
 }
 
 // ringFields and coalesceFields are nmstate's names at their u32 index in struct

@@ -42,11 +42,15 @@ func TestSetAndReadEthtool(t *testing.T) {
 		}
 	}
 	// Show reads back only what a profile sets: lo's rx-checksum, set on a profile.
-	c, err := readEthtool("lo", settings{"ethtool": {"feature-rx": dbus.MakeVariant(true)}})
-	if err != nil || c == nil || len(c.Feature) != 1 || !c.Feature["rx-checksum"] {
-		t.Errorf("readEthtool: %+v, %v", c, err)
+	a := settings{"ethtool": {"feature-rx": dbus.MakeVariant(true)}}
+	k, err := readKernelEthtool("lo", a)
+	if err != nil || k == nil || len(k.Features) < 2 {
+		t.Fatalf("readKernelEthtool: %+v, %v", k, err)
 	}
-	if c, err := readEthtool("lo", settings{}); c != nil || err != nil {
-		t.Errorf("no features set: %+v, %v", c, err)
+	if c := ethtoolState(k, a); c == nil || len(c.Feature) != 1 || !c.Feature["rx-checksum"] {
+		t.Errorf("ethtoolState: %+v", c)
+	}
+	if k, err := readKernelEthtool("lo", settings{}); k != nil || err != nil {
+		t.Errorf("no features set: %+v, %v", k, err)
 	}
 }

@@ -44,12 +44,12 @@ type device struct {
 	external bool
 }
 
-// objects is one snapshot of every NetworkManager object and its properties.
+// objects are every NetworkManager object and its properties, as one call reads them.
 type objects map[dbus.ObjectPath]map[string]map[string]dbus.Variant
 
-// snapshot reads all of NetworkManager's objects in one call (its ObjectManager):
+// managedObjects reads all of NetworkManager's objects in one call (its ObjectManager):
 // per-device property reads would cost a round trip each.
-func (c *Client) snapshot(ctx context.Context) (objects, error) {
+func (c *Client) managedObjects(ctx context.Context) (objects, error) {
 	var objs objects
 	if err := c.call(ctx, "/org/freedesktop", "org.freedesktop.DBus.ObjectManager.GetManagedObjects").Store(&objs); err != nil {
 		return nil, fmt.Errorf("GetManagedObjects: %w", err)
@@ -58,7 +58,7 @@ func (c *Client) snapshot(ctx context.Context) (objects, error) {
 }
 
 func (c *Client) devices(ctx context.Context) ([]device, error) {
-	objs, err := c.snapshot(ctx)
+	objs, err := c.managedObjects(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,14 @@ func (o objects) devices() []device {
 		out = append(out, d)
 	}
 	out = foldTaps(out)
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	// By name, then key: an OVS bridge, its port and its interface may share one, and
+	// NetworkManager's objects come in no order.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].name != out[j].name {
+			return out[i].name < out[j].name
+		}
+		return out[i].key < out[j].key
+	})
 	return out
 }
 
@@ -113,17 +120,72 @@ func foldTaps(devs []device) []device {
 	return slices.DeleteFunc(devs, func(d device) bool { return d.nmType == nmDeviceTypeTun && ovsIface[d.name] })
 }
 
-// Show reads the current state in the model's schema. It holds nothing that changes by
-// itself (no lifetimes, counters or timestamps), so two reads of an unchanged host are equal.
-// What the kernel runs (addresses, routes, MTU, ports) comes from the devices; what
-// NetworkManager was told (DHCP and autoconf, bond and bridge options, port VLANs, the
-// static routes and DNS: nmstate's routes.config and dns-resolver.config) from the profile
-// applied to each device.
+// Show reads the current state in the model's schema: it gathers a snapshot and
+// translates it.
 func (c *Client) Show(ctx context.Context) (state.State, error) {
-	objs, err := c.snapshot(ctx)
+	snap, err := c.Snapshot(ctx)
 	if err != nil {
 		return state.State{}, err
 	}
+	return snap.State(), nil
+}
+
+// Snapshot is everything Show reads of a node, before any of it is translated:
+// NetworkManager's objects, the profile applied to each activated device, and what the
+// kernel runs that NetworkManager does not say (a physical function's VFs, ethtool
+// settings). Its translation, State, is a pure function of it.
+type Snapshot struct {
+	Objects objects `json:"objects"`
+	// Applied are the applied profiles by device key.
+	Applied map[string]settings `json:"applied"`
+	// VFs are the SR-IOV capable Ethernet devices' VFs, by name.
+	VFs map[string]*state.SRIOVConfig `json:"vfs,omitempty"`
+	// Ethtool is what the kernel runs of the ethtool settings each device's applied
+	// profile names, by name.
+	Ethtool map[string]*kernelEthtool `json:"ethtool,omitempty"`
+}
+
+// Snapshot reads what Show translates.
+func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
+	objs, err := c.managedObjects(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	devs := objs.devices()
+	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{}}
+	for _, d := range devs {
+		if caps, _ := objs[d.path][nmdbus.DeviceIface]["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
+			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
+			// runs in the host's network namespace).
+			link, err := net.InterfaceByName(d.name)
+			if err != nil {
+				return Snapshot{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+			}
+			if snap.VFs[d.name], err = readSRIOV(uint32(link.Index)); err != nil {
+				return Snapshot{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+			}
+		}
+		if a := snap.Applied[d.key]; a != nil && d.typ != "" && d.typ != state.OVSPort {
+			k, err := readKernelEthtool(d.name, a)
+			if err != nil {
+				return Snapshot{}, err
+			}
+			if k != nil {
+				snap.Ethtool[d.name] = k
+			}
+		}
+	}
+	return snap, nil
+}
+
+// State translates the snapshot into the model's schema. It holds nothing that changes
+// by itself (no lifetimes, counters or timestamps), so two reads of an unchanged host are
+// equal. What the kernel runs (addresses, routes, MTU, ports) comes from the devices;
+// what NetworkManager was told (DHCP and autoconf, bond and bridge options, port VLANs,
+// the static routes and DNS: nmstate's routes.config and dns-resolver.config) from the
+// profile applied to each device.
+func (snap Snapshot) State() state.State {
+	objs := snap.Objects
 	devs := objs.devices()
 	var s state.State
 	routes := &state.Routes{}
@@ -132,7 +194,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	for _, d := range devs {
 		byPath[d.path] = d
 	}
-	applied := c.appliedProfiles(ctx, devs)
+	applied := snap.Applied
 	portsOf := map[string][]string{} // by device key, sorted: an OVS bridge's ports are OVS ports, a bond's have members
 	for _, d := range devs {
 		ports := []string{}
@@ -151,27 +213,15 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
 		it := deviceInterface(d, props)
-		if caps, _ := props["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
-			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
-			// runs in the host's network namespace).
-			link, err := net.InterfaceByName(d.name)
-			if err != nil {
-				return state.State{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
-			}
-			sr, err := readSRIOV(uint32(link.Index))
-			if err != nil {
-				return state.State{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
-			}
-			it.Ethernet = &state.EthernetConfig{SRIOV: sr}
+		if vfs, ok := snap.VFs[d.name]; ok {
+			it.Ethernet = &state.EthernetConfig{SRIOV: vfs}
 		}
 		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
 		if a != nil {
 			describe(&it, a, portsOf, applied)
 			it.LLDP = readLLDP(a, props)
-			if it.Ethtool, err = readEthtool(d.name, a); err != nil {
-				return state.State{}, err
-			}
+			it.Ethtool = ethtoolState(snap.Ethtool[d.name], a)
 			// As nmstate: the profile's name when it is not the interface's (OVS profiles are
 			// named by their role: br-ex-br, ovs-port-eth1).
 			if id := a.str("connection", "id"); id != "" && id != it.Name && it.Type != state.OVSBridge && it.Type != state.OVSInterface {
@@ -196,7 +246,7 @@ func (c *Client) Show(ctx context.Context) (state.State, error) {
 	}
 	running := runningDNS(objs)
 	s.DNSResolver = &state.DNSResolver{Running: running, Config: static.inOrder(running)}
-	return s, nil
+	return s
 }
 
 // appliedProfiles reads, by device key, the profile applied to each activated device of

@@ -41,11 +41,30 @@ func TestReferences(t *testing.T) {
 	}
 }
 
-// TestReferencesCoverEveryKind: a section of Interface that names another interface (a
-// base-iface, a port, a port's name) is walked by References. A kind added with such a
-// field and not added to References fails here: validation, ordering and renaming would
-// not see it.
+// TestReferencesCoverEveryKind: a field that names another interface (a base-iface, a
+// port, a port's name), in any registered section or in the fields every interface has,
+// is walked by References. A kind added with such a field and not walked by its
+// references fails here: validation, ordering and renaming would not see it.
 func TestReferencesCoverEveryKind(t *testing.T) {
+	for _, sec := range Sections() {
+		t.Run(sec.Key(), func(t *testing.T) {
+			names := map[string]bool{}
+			fill(reflect.ValueOf(sec).Elem(), sec.Key(), names)
+			if len(names) == 0 && sec.Key() != "veth" && sec.Key() != "patch" {
+				t.Errorf("%s names no interface: fill misses its fields", sec.Key())
+			}
+			it := Interface{Type: sec.Types()[0], Section: sec}
+			for _, r := range it.References() {
+				if !strings.HasPrefix(r.Name, r.Field) {
+					t.Errorf("reference %s names %s: the walker and the path disagree", r.Field, r.Name)
+				}
+				delete(names, r.Name)
+			}
+			if len(names) > 0 {
+				t.Errorf("References does not walk %v", slices.Sorted(maps.Keys(names)))
+			}
+		})
+	}
 	typ := reflect.TypeOf(Interface{})
 	for i := range typ.NumField() {
 		f := typ.Field(i)

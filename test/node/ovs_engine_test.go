@@ -57,6 +57,7 @@ var _ = Describe("Open vSwitch policies through the engine", Ordered, func() {
 	apply := func(docs ...string) backend.Transaction {
 		tx, err := engine.Apply(ctx, desired(docs...))
 		Expect(err).NotTo(HaveOccurred(), n.NMLog())
+		record(ctx, "ovs", desired(docs...), nm)
 		return tx
 	}
 	current := func() state.State {

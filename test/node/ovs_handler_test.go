@@ -97,7 +97,7 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		Eventually(func() *state.OVN { return reported().OVN }, "20s", "250ms").Should(Equal(&state.OVN{BridgeMappings: []state.BridgeMapping{
 			{Localnet: "localnet2", Bridge: "ovs-br1"}, {Localnet: "physnet", Bridge: "br-ex"}}}))
 		Expect(reported().Interfaces).To(ContainElement(SatisfyAll(HaveField("Name", "ovs-br1"), HaveField("Type", state.OVSBridge),
-			HaveField("Bridge.Port", ContainElement(state.BridgePort{Name: "eth2"})))))
+			WithTransform(bridgePorts, ContainElement(state.BridgePort{Name: "eth2"})))))
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {

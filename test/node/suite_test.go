@@ -5,6 +5,8 @@
 package node_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -12,8 +14,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
+	"github.com/nmoverlay/nmoverlay/test/snapshots"
 )
 
 var helper string // the nm-overlay binary under test
@@ -53,4 +57,19 @@ func mergePolicies(docs ...string) state.State {
 	m, err := state.Merge(sources)
 	Expect(err).NotTo(HaveOccurred())
 	return m.State
+}
+
+// recorded counts the recordings of this process, to name them apart.
+var recorded int
+
+// record keeps what the engine reads of the node with what was just applied, when
+// NMOVERLAY_RECORD_SNAPSHOTS asks for it (the engine's read-back tests use them).
+func record(ctx context.Context, what string, desired state.State, nm *networkmanager.Client) {
+	dir := os.Getenv(snapshots.Env)
+	if dir == "" {
+		return
+	}
+	recorded++
+	name := fmt.Sprintf("node %s %02d %s", what, recorded, CurrentSpecReport().LeafNodeText)
+	Expect(snapshots.Record(ctx, dir, name, desired, nm)).To(Succeed())
 }

@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/nmoverlay/nmoverlay/test/snapshots"
 	"github.com/nmoverlay/nmoverlay/test/vm/scenarios"
 )
 
@@ -42,6 +43,10 @@ var _ = BeforeSuite(func() {
 	dir := GinkgoT().TempDir()
 	share := filepath.Join(dir, "share")
 	Expect(os.MkdirAll(share, 0o755)).To(Succeed())
+	record := os.Getenv(snapshots.Env)
+	if record != "" {
+		Expect(os.WriteFile(filepath.Join(share, "record"), nil, 0o644)).To(Succeed())
+	}
 	build := exec.Command("go", "build", "-o", filepath.Join(share, "run"), "github.com/nmoverlay/nmoverlay/test/vm/guest")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
@@ -75,6 +80,16 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "qemu: %s\nconsole:\n%s", out, tail(string(console), 60))
 	GinkgoWriter.Printf("VM boot, scenarios and poweroff took %s\n", time.Since(start).Round(time.Second))
 
+	if record != "" {
+		recorded, _ := filepath.Glob(filepath.Join(share, "snapshots", "*.json"))
+		Expect(os.MkdirAll(record, 0o755)).To(Succeed())
+		for _, f := range recorded {
+			b, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.WriteFile(filepath.Join(record, filepath.Base(f)), b, 0o644)).To(Succeed())
+		}
+		GinkgoWriter.Printf("recorded %d snapshots into %s\n", len(recorded), record)
+	}
 	output, err := os.ReadFile(filepath.Join(share, "output"))
 	Expect(err).NotTo(HaveOccurred(), "the guest wrote no output; console:\n%s", tail(string(console), 60))
 	GinkgoWriter.Printf("guest output:\n%s\n", output)

@@ -13,6 +13,12 @@ import (
 	"github.com/nmoverlay/nmoverlay/test/vm/scenarios"
 )
 
+// The host asks for snapshots with recordMark in the share, and takes them from recordDir.
+const (
+	recordMark = "/mnt/share/record"
+	recordDir  = "/mnt/share/snapshots"
+)
+
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
 	defer cancel()
@@ -29,12 +35,16 @@ func main() {
 		os.Exit(1)
 	}
 	env := &scenarios.Env{NM: nm, NICs: nics}
+	if _, err := os.Stat(recordMark); err == nil {
+		env.Record = recordDir
+	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	version, _ := nm.Version()
 	fmt.Printf("SETUP kernel %s NetworkManager %s NICs %+v\n", kernel[:len(kernel)-1], version, nics)
 	failed := 0
 	for _, s := range scenarios.All {
 		start := time.Now()
+		env.Scenario = s.Name
 		if err := s.Run(ctx, env); err != nil {
 			failed++
 			fmt.Printf("FAIL %s: %v\n", s.Name, err)

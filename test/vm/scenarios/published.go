@@ -94,11 +94,7 @@ func (e *Env) ApplyPublished(ctx context.Context, policy string, opts networkman
 		return err
 	}
 	opts.Prune = true
-	tx, err := e.NM.Apply(ctx, merged.State, opts)
-	if err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return e.applyCommit(ctx, merged.State, opts)
 }
 
 // leased: the interface holds an address DHCP gave it from the subnet.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/internal/state"
+	"github.com/nmoverlay/nmoverlay/test/snapshots"
 )
 
 // NICs are the guest's test NICs, found by the MAC addresses the host gives them. A is
@@ -35,6 +36,10 @@ type Env struct {
 	NM      *networkmanager.Client
 	NICs    NICs
 	stopLAN func()
+	// Record is where each apply's snapshot is recorded ("": none), named after Scenario.
+	Record   string
+	Scenario string
+	applies  int
 }
 
 // Apply parses, applies and commits a desired state written with {A} {B} {C} for the NICs.
@@ -53,11 +58,20 @@ func (e *Env) Apply(ctx context.Context, policies ...string) error {
 	if err != nil {
 		return err
 	}
-	tx, err := e.NM.Apply(ctx, merged.State, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+	return e.applyCommit(ctx, merged.State, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+}
+
+// applyCommit applies and commits desired, and records the snapshot when asked to.
+func (e *Env) applyCommit(ctx context.Context, desired state.State, opts networkmanager.ApplyOptions) error {
+	tx, err := e.NM.Apply(ctx, desired, opts)
 	if err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	e.applies++
+	return snapshots.Record(ctx, e.Record, fmt.Sprintf("vm %02d %s", e.applies, e.Scenario), desired, e.NM)
 }
 
 func sh(args ...string) (string, error) {
