@@ -3,7 +3,7 @@ package networkmanager
 import "github.com/nmoverlay/nmoverlay/internal/state"
 
 func init() {
-	register(&kind{typ: state.Bond, connType: "bond", deviceType: 10,
+	register(&kind{typ: state.Bond, connType: "bond", deviceType: 10, portType: "bond",
 		write: func(s settings, it state.Interface, _ profileExtras) {
 			if b := state.SectionOf[*state.BondConfig](it); b != nil {
 				opts := map[string]string{"mode": string(b.Mode)}
@@ -13,15 +13,6 @@ func init() {
 				s.set("bond", "options", opts)
 			}
 			s.set("connection", "autoconnect-slaves", int32(1))
-		},
-		ports: func(it state.Interface) []port {
-			var out []port
-			if b := state.SectionOf[*state.BondConfig](it); b != nil {
-				for _, name := range b.Port {
-					out = append(out, port{name, portOf{controller: it.Name, kind: "bond"}})
-				}
-			}
-			return out
 		},
 		read: func(it *state.Interface, r readBack) {
 			opts, _ := r.applied["bond"]["options"].Value().(map[string]string)

@@ -7,21 +7,18 @@ import (
 )
 
 func init() {
-	register(&kind{typ: state.LinuxBridge, connType: "bridge", deviceType: 13,
+	register(&kind{typ: state.LinuxBridge, connType: "bridge", deviceType: 13, portType: "bridge",
 		write: func(s settings, it state.Interface, _ profileExtras) {
 			setBridgeSection(s, state.SectionOf[*state.BridgeConfig](it))
 			s.set("connection", "autoconnect-slaves", int32(1))
 		},
-		ports: func(it state.Interface) []port {
-			b := state.SectionOf[*state.BridgeConfig](it)
-			if b == nil {
-				return nil
+		portVLAN: func(it state.Interface, port string) *state.BridgeVLAN {
+			for _, bp := range state.SectionOf[*state.BridgeConfig](it).Port {
+				if bp.Name == port {
+					return bp.VLAN
+				}
 			}
-			out := make([]port, len(b.Port))
-			for i, bp := range b.Port {
-				out[i] = port{bp.Name, portOf{controller: it.Name, kind: "bridge", bridgeVLAN: bp.VLAN}}
-			}
-			return out
+			return nil
 		},
 		read: func(it *state.Interface, r readBack) {
 			stp := true // NetworkManager's default

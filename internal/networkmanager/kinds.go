@@ -23,17 +23,15 @@ type kind struct {
 	sectionless state.InterfaceType
 	// write sets the kind's settings from it; what it does not say stays as in s.
 	write func(s settings, it state.Interface, p profileExtras)
-	// ports are the interface's ports, each with what its profile says of them, for a
-	// kind whose ports NetworkManager enslaves by port type.
-	ports func(it state.Interface) []port
+	// portType is NetworkManager's slave-type of the kind's ports, for a controller whose
+	// ports its profile names (its ports are the references state walks); portsKeepIP:
+	// they keep an IP configuration of their own; portVLAN, what a port's profile says of
+	// its VLANs.
+	portType    string
+	portsKeepIP bool
+	portVLAN    func(it state.Interface, port string) *state.BridgeVLAN
 	// read fills it's section from what its device's profile says.
 	read func(it *state.Interface, r readBack)
-}
-
-// port is one port of a controller, and what its profile must say of it.
-type port struct {
-	name string
-	of   portOf
 }
 
 // readBack is what Show has read for one device: its applied profile, its ports, and

@@ -80,11 +80,17 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 				}
 				interfaces = append(interfaces, ports...)
 			}
-		case k != nil && k.ports != nil:
-			for _, port := range k.ports(it) {
-				p := pl.perIface[port.name]
-				p.port = &port.of
-				pl.perIface[port.name] = p
+		case k != nil && k.portType != "":
+			for _, ref := range it.References() {
+				if ref.Kind != state.RefPort {
+					continue
+				}
+				p := pl.perIface[ref.Name]
+				p.port = &portOf{controller: it.Name, kind: k.portType, keepsIP: k.portsKeepIP}
+				if k.portVLAN != nil {
+					p.port.bridgeVLAN = k.portVLAN(it, ref.Name)
+				}
+				pl.perIface[ref.Name] = p
 			}
 		}
 	}

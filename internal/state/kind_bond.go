@@ -1,11 +1,17 @@
 package state
 
-import "slices"
+import (
+	"regexp"
+	"slices"
+)
 
 // Bond is a Linux bond: its ports under one interface.
 const Bond InterfaceType = "bond"
 
 func init() { registerSection(func() Section { return &BondConfig{} }) }
+
+// bondOptionName is the form of the kernel's bonding option names.
+var bondOptionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // BondMode is a Linux bonding mode by nmstate's name.
 type BondMode string

@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -17,8 +16,6 @@ func (it Interface) inferType() InterfaceType {
 	}
 	return it.Type
 }
-
-var bondOptionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Validate checks what the schema alone cannot: names, addresses, sections that fit the
 // type, and references between interfaces. Parse runs it; merged states are checked again.
