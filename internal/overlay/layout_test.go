@@ -45,13 +45,3 @@ func TestLoadLayout(t *testing.T) {
 
 // TestTmpfilesContent has systemd-tmpfiles itself create the boot-time state into a
 // scratch root, and checks what it wrote: the escaping must survive systemd's parser.
-
-// requireInCI skips where a tool is missing on a developer's machine, and fails in CI,
-// where every tier must run.
-func requireInCI(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-}

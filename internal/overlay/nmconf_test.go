@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/test/ci"
 	"github.com/nmoverlay/nmoverlay/test/nmhost"
 )
 
@@ -121,10 +122,10 @@ func TestEffectiveKeyfilePath(t *testing.T) {
 func TestEffectiveKeyfilePathMatchesNetworkManager(t *testing.T) {
 	nm, err := exec.LookPath("NetworkManager")
 	if err != nil {
-		requireInCI(t, "NetworkManager is missing: run hack/install-deps.sh")
+		ci.Require(t, "NetworkManager is missing: run hack/install-deps.sh")
 	}
 	if os.Geteuid() != 0 {
-		requireInCI(t, "needs root for a private /run")
+		ci.Require(t, "needs root for a private /run")
 	}
 	for _, s := range nmConfigScenarios() {
 		t.Run(s.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/test/ci"
 )
 
 func TestManifestDiff(t *testing.T) {
@@ -58,7 +59,7 @@ func TestManifestDiff(t *testing.T) {
 // character device, which needs CAP_MKNOD; the node tier checks the same on a real mount.
 func TestStatusClassifies(t *testing.T) {
 	if os.Geteuid() != 0 {
-		requireInCI(t, "mknod of a whiteout needs root")
+		ci.Require(t, "mknod of a whiteout needs root")
 	}
 	root := t.TempDir()
 	l := paths.Layout{Lower: filepath.Join(root, "lower"), RunDir: filepath.Join(root, "run")}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
+	"github.com/nmoverlay/nmoverlay/test/ci"
 )
 
 func TestDefaultLayoutValidates(t *testing.T) {
@@ -83,10 +84,10 @@ func TestMountOptions(t *testing.T) {
 func TestTmpfilesContent(t *testing.T) {
 	tmpfiles, err := exec.LookPath("systemd-tmpfiles")
 	if err != nil {
-		requireInCI(t, "systemd-tmpfiles is missing: run hack/install-deps.sh")
+		ci.Require(t, "systemd-tmpfiles is missing: run hack/install-deps.sh")
 	}
 	if os.Geteuid() != 0 {
-		requireInCI(t, "systemd-tmpfiles --root chowns to root: run as root")
+		ci.Require(t, "systemd-tmpfiles --root chowns to root: run as root")
 	}
 	l := DefaultLayout()
 	root := t.TempDir()
@@ -110,14 +111,4 @@ func TestTmpfilesContent(t *testing.T) {
 	if err != nil || string(marker) != string(NotVerifiedMarker()) {
 		t.Errorf("degraded marker = %q (%v), want %q", marker, err, NotVerifiedMarker())
 	}
-}
-
-// requireInCI skips where a tool is missing on a developer's machine, and fails in CI,
-// where every tier must run.
-func requireInCI(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }
