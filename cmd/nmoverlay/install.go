@@ -105,7 +105,7 @@ func readPolicies(file string) ([]*unstructured.Unstructured, error) {
 		return nil, errors.New("no policy in it")
 	}
 	for i, d := range docs {
-		where := fmt.Sprintf("document %d (%s %s)", i, d.GetKind(), d.GetName())
+		where := fmt.Sprintf("document %d (%s %s)", i+1, d.GetKind(), d.GetName()) // counted from 1, as editors number them
 		if err := checkPolicy(d); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}

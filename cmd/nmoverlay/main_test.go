@@ -392,7 +392,7 @@ func TestInstallManifestsRefusesBadInput(t *testing.T) {
 		want          string
 	}{
 		{"a VLAN id out of range in the second document", good + "---\napiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: bad\nspec:\n  desiredState:\n    interfaces:\n    - {name: eth1.5000, type: vlan, state: up, vlan: {base-iface: eth1, id: 5000}}\n",
-			nil, "document 1 (NodeNetworkConfigurationPolicy bad): spec.desiredState.interfaces[0].vlan.id:"},
+			nil, "document 2 (NodeNetworkConfigurationPolicy bad): spec.desiredState.interfaces[0].vlan.id:"},
 		{"an unsupported key", "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: host\nspec:\n  desiredState:\n    hostname: {config: n1}\n",
 			nil, "spec.desiredState.hostname.config: not supported by nmoverlay"},
 		{"a capture that does not parse", "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: cap\nspec:\n  capture:\n    gw: routes.running.destination=\"0.0.0.0/0\"\n",

@@ -116,7 +116,7 @@ func validateFile(file string) (int, []string) {
 			continue
 		}
 		policies++
-		where := fmt.Sprintf("%s: document %d (policy %s)", file, i, d.GetName())
+		where := fmt.Sprintf("%s: document %d (policy %s)", file, i+1, d.GetName())
 		err := checkPolicy(d)
 		var errs field.Errors
 		switch {

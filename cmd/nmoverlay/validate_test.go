@@ -119,7 +119,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"a valid directory", []string{filepath.Join(dir, "good")}, exitOK, "2 policies in 2 file(s): valid", nil},
 		{"captures and references checked without their values", []string{filepath.Join(dir, "bad")}, exitError, "", []string{
-			"document 0 (policy broken-capture): spec.capture.loop-a: captures read each other in a cycle: loop-a → loop-b → loop-a",
+			"document 1 (policy broken-capture): spec.capture.loop-a: captures read each other in a cycle: loop-a → loop-b → loop-a",
 			`spec.desiredState.interfaces[0].bridge.port[0].name: "{{ capture.gw.routes.running.0.next-hop-interface": {{ without }}`,
 			`spec.desiredState.interfaces[0].ipv4: references capture "nic", which spec.capture does not define`,
 			"spec.desiredState.interfaces[0].mtu: 70000 is out of range 68..65535",
@@ -127,8 +127,8 @@ func TestValidate(t *testing.T) {
 		}},
 		{"the test policies", []string{"../../test/integration/testdata/policies"}, exitOK, "policies in 4 file(s): valid", nil},
 		{"every error of every document, with file, document, policy and field", []string{filepath.Join(dir, "good"), filepath.Join(dir, "mixed", "policies.yml")}, exitError, "", []string{
-			filepath.Join(dir, "mixed", "policies.yml") + ": document 2 (policy broken): spec.desiredState.interfaces[0].mtu: 70000 is out of range 68..65535",
-			filepath.Join(dir, "mixed", "policies.yml") + ": document 2 (policy broken): spec.desiredState.interfaces[1].ipv4.enabled: must be true or false",
+			filepath.Join(dir, "mixed", "policies.yml") + ": document 3 (policy broken): spec.desiredState.interfaces[0].mtu: 70000 is out of range 68..65535",
+			filepath.Join(dir, "mixed", "policies.yml") + ": document 3 (policy broken): spec.desiredState.interfaces[1].ipv4.enabled: must be true or false",
 			"2 problem(s) in 3 file(s), 4 policies read",
 		}},
 		{"no policy at all", []string{filepath.Join(dir, "other")}, exitError, "", []string{"no NodeNetworkConfigurationPolicy in 1 file(s)"}},

@@ -8,7 +8,7 @@ func init() {
 			if b := state.SectionOf[*state.BondConfig](it); b != nil {
 				opts := map[string]string{"mode": string(b.Mode)}
 				for k, v := range b.Options {
-					opts[k] = v
+					opts[k] = state.KernelBondOption(k, v)
 				}
 				s.set("bond", "options", opts)
 			}

@@ -12,22 +12,28 @@ func init() {
 			setBridgeSection(s, state.SectionOf[*state.BridgeConfig](it))
 			s.set("connection", "autoconnect-slaves", int32(1))
 		},
-		portVLAN: func(it state.Interface, port string) *state.BridgeVLAN {
-			for _, bp := range state.SectionOf[*state.BridgeConfig](it).Port {
+		bridgePort: func(it state.Interface, port string) *state.BridgePort {
+			for i, bp := range state.SectionOf[*state.BridgeConfig](it).Port {
 				if bp.Name == port {
-					return bp.VLAN
+					return &state.SectionOf[*state.BridgeConfig](it).Port[i]
 				}
 			}
 			return nil
 		},
 		read: func(it *state.Interface, r readBack) {
-			stp := true // NetworkManager's default
-			if v, ok := r.applied["bridge"]["stp"].Value().(bool); ok {
-				stp = v
+			a := r.applied
+			o := &state.BridgeOptions{
+				STP: &state.STP{Enabled: flagOr(a, "bridge", "stp", true), ForwardDelay: numberOr(a, "bridge", "forward-delay", 15),
+					HelloTime: numberOr(a, "bridge", "hello-time", 2), MaxAge: numberOr(a, "bridge", "max-age", 20),
+					Priority: numberOr(a, "bridge", "priority", 32768)},
+				GroupForwardMask: numberOr(a, "bridge", "group-forward-mask", 0), MACAgeingTime: numberOr(a, "bridge", "ageing-time", 300),
+				MulticastSnooping: flagOr(a, "bridge", "multicast-snooping", true),
 			}
-			b := &state.BridgeConfig{Options: &state.BridgeOptions{STP: &state.STP{Enabled: &stp}}, Port: make([]state.BridgePort, len(r.ports))}
+			b := &state.BridgeConfig{Options: o, Port: make([]state.BridgePort, len(r.ports))}
 			for i, p := range r.ports {
-				b.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(r.all[p])}
+				pa := r.all[p]
+				b.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(pa), STPHairpinMode: flagOr(pa, "bridge-port", "hairpin-mode", false),
+					STPPathCost: numberOr(pa, "bridge-port", "path-cost", 100), STPPriority: numberOr(pa, "bridge-port", "priority", 32)}
 			}
 			it.Section = b
 		},
@@ -38,8 +44,17 @@ func init() {
 // filtering on when any port filters. The section is written even when empty.
 func setBridgeSection(s settings, b *state.BridgeConfig) {
 	if b != nil {
-		if b.Options != nil && b.Options.STP != nil && b.Options.STP.Enabled != nil {
-			s.set("bridge", "stp", *b.Options.STP.Enabled)
+		if o := b.Options; o != nil {
+			setFlag(s, "bridge", "multicast-snooping", o.MulticastSnooping)
+			setNumber(s, "bridge", "group-forward-mask", o.GroupForwardMask)
+			setNumber(s, "bridge", "ageing-time", o.MACAgeingTime)
+			if stp := o.STP; stp != nil {
+				setFlag(s, "bridge", "stp", stp.Enabled)
+				setNumber(s, "bridge", "forward-delay", stp.ForwardDelay)
+				setNumber(s, "bridge", "hello-time", stp.HelloTime)
+				setNumber(s, "bridge", "max-age", stp.MaxAge)
+				setNumber(s, "bridge", "priority", stp.Priority)
+			}
 		}
 		filtering := false
 		for _, port := range b.Port {
@@ -121,4 +136,48 @@ func portVLAN(a settings) *state.BridgeVLAN {
 	}
 	v.EnableNative = &native
 	return v
+}
+
+// setBridgePort writes what a Linux bridge port's profile says of it: its VLANs (none
+// when the bridge names none) and the spanning tree settings the bridge gives it.
+func setBridgePort(s settings, bp *state.BridgePort) {
+	var vlan *state.BridgeVLAN
+	if bp != nil {
+		vlan = bp.VLAN
+		setFlag(s, "bridge-port", "hairpin-mode", bp.STPHairpinMode)
+		setNumber(s, "bridge-port", "path-cost", bp.STPPathCost)
+		setNumber(s, "bridge-port", "priority", bp.STPPriority)
+	}
+	s.set("bridge-port", "vlans", bridgeVLANs(vlan))
+}
+
+// setFlag and setNumber set a boolean or a uint32 setting the desired state gives (nil:
+// what the base says stays).
+func setFlag(s settings, sec, key string, v *bool) {
+	if v != nil {
+		s.set(sec, key, *v)
+	}
+}
+
+func setNumber(s settings, sec, key string, v *int) {
+	if v != nil {
+		s.set(sec, key, uint32(*v))
+	}
+}
+
+// flagOr and numberOr read a boolean or a uint32 setting of an applied profile, or
+// NetworkManager's default for it: a profile carries only what differs from it.
+func flagOr(a settings, sec, key string, def bool) *bool {
+	if v, ok := a[sec][key].Value().(bool); ok {
+		return &v
+	}
+	return &def
+}
+
+func numberOr(a settings, sec, key string, def int) *int {
+	if v, ok := a[sec][key].Value().(uint32); ok {
+		n := int(v)
+		return &n
+	}
+	return &def
 }

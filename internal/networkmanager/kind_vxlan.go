@@ -20,10 +20,12 @@ func init() {
 			if x.DestinationPort != nil {
 				s.set("vxlan", "destination-port", uint32(*x.DestinationPort))
 			}
+			setFlag(s, "vxlan", "learning", x.Learning)
 		},
 		read: func(it *state.Interface, r readBack) {
 			id, _ := r.applied["vxlan"]["id"].Value().(uint32)
-			it.Section = &state.VXLANConfig{ID: int(id), BaseIface: r.applied.str("vxlan", "parent"), Remote: r.applied.str("vxlan", "remote")}
+			it.Section = &state.VXLANConfig{ID: int(id), BaseIface: r.applied.str("vxlan", "parent"), Remote: r.applied.str("vxlan", "remote"),
+				Learning: flagOr(r.applied, "vxlan", "learning", true)}
 		},
 	})
 }

@@ -25,11 +25,11 @@ type kind struct {
 	write func(s settings, it state.Interface, p profileExtras)
 	// portType is NetworkManager's slave-type of the kind's ports, for a controller whose
 	// ports its profile names (its ports are the references state walks); portsKeepIP:
-	// they keep an IP configuration of their own; portVLAN, what a port's profile says of
-	// its VLANs.
+	// they keep an IP configuration of their own; bridgePort, a Linux bridge's entry for
+	// the port (its VLANs, its spanning tree), which the port's profile says.
 	portType    string
 	portsKeepIP bool
-	portVLAN    func(it state.Interface, port string) *state.BridgeVLAN
+	bridgePort  func(it state.Interface, port string) *state.BridgePort
 	// read fills it's section from what its device's profile says.
 	read func(it *state.Interface, r readBack)
 }

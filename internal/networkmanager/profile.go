@@ -20,7 +20,8 @@ type portOf struct {
 	// controller is the controller's interface name, or for OVS its profile's UUID.
 	controller string
 	kind       string // NetworkManager's slave-type: bond, bridge, ovs-port...
-	bridgeVLAN *state.BridgeVLAN
+	// bridgePort is a Linux bridge port's entry in its bridge: its VLANs and spanning tree.
+	bridgePort *state.BridgePort
 	// keepsIP: the port has an IP configuration of its own (a layer-3 controller's port,
 	// an OVS interface); a bond's or bridge's port has none.
 	keepsIP bool
@@ -53,7 +54,8 @@ func (p profileExtras) l2Port() bool { return p.port != nil && !p.port.keepsIP }
 type dnsSettings struct {
 	servers   [2][]string
 	search    [2][]string
-	preferred int // the family NetworkManager lists first
+	options   [2][]string // resolv.conf's, with the search domains
+	preferred int         // the family NetworkManager lists first
 }
 
 // buildProfile makes the owned profile for it. base is the profile in use on that interface
@@ -70,6 +72,9 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	link := k.link
 	if it.MTU != nil && !k.noMTU {
 		s.set(link, "mtu", uint32(*it.MTU))
+	}
+	if v := it.AcceptAllMACAddresses; v != nil {
+		s.set("802-3-ethernet", "accept-all-mac-addresses", map[bool]int32{false: 0, true: 1}[*v])
 	}
 	switch {
 	case it.MACAddress != nil && it.Identifier == state.IdentifyByMAC:
@@ -102,6 +107,12 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	}
 	if err := setIP(s, "ipv6", it.IPv6, p); err != nil {
 		return nil, fmt.Errorf("%s: %w", it.Name, err)
+	}
+	if it.WaitIP != "" {
+		// NetworkManager's counterpart: a family that may not fail must have an address
+		// before the interface is activated.
+		s.set("ipv4", "may-fail", it.WaitIP != "ipv4" && it.WaitIP != "ipv4+ipv6")
+		s.set("ipv6", "may-fail", it.WaitIP != "ipv6" && it.WaitIP != "ipv4+ipv6")
 	}
 	return s, nil
 }
@@ -177,7 +188,7 @@ func setController(s settings, port *portOf) {
 	s.set("connection", "master", port.controller)
 	s.set("connection", "slave-type", port.kind)
 	if port.kind == "bridge" {
-		s.set("bridge-port", "vlans", bridgeVLANs(port.bridgeVLAN))
+		setBridgePort(s, port.bridgePort)
 	} else {
 		delete(s, "bridge-port")
 	}
@@ -203,10 +214,16 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 		in.Interface = withoutPorts(it)
 	}
 	if p.dns != nil {
-		in.DNS = &dnsInput{p.dns.servers, p.dns.search, p.dns.preferred}
+		in.DNS = &dnsInput{Servers: p.dns.servers, Search: p.dns.search, Preferred: p.dns.preferred}
+		if p.dns.options[0] != nil || p.dns.options[1] != nil {
+			in.DNS.Options = &p.dns.options
+		}
 	}
 	if p.port != nil {
-		in.Port = &portInput{p.port.controller, p.port.kind, p.port.bridgeVLAN}
+		in.Port = &portInput{Controller: p.port.controller, Kind: p.port.kind}
+		if bp := p.port.bridgePort; bp != nil {
+			in.Port.VLAN, in.Port.HairpinMode, in.Port.PathCost, in.Port.Priority = bp.VLAN, bp.STPHairpinMode, bp.STPPathCost, bp.STPPriority
+		}
 	}
 	in.OVSVLAN, in.OVSBond, in.Rules = p.ovsVLAN, p.ovsBond, p.rules
 	b, _ := json.Marshal(in)
@@ -217,12 +234,20 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 type dnsInput struct {
 	Servers, Search [2][]string
 	Preferred       int
+	// Options, left out when none: the digests of profiles made before they were applied
+	// stay as they were.
+	Options *[2][]string `json:",omitempty"`
 }
 
 type portInput struct {
 	Controller string
 	Kind       string
 	VLAN       *state.BridgeVLAN
+	// A bridge port's spanning tree, left out when not given: the digests of profiles
+	// made before these were applied stay as they were.
+	HairpinMode *bool `json:",omitempty"`
+	PathCost    *int  `json:",omitempty"`
+	Priority    *int  `json:",omitempty"`
 }
 
 // setIP writes one family's section. c nil keeps what base had; a profile without the
@@ -355,6 +380,11 @@ func setDNS(s settings, family string, d *dnsSettings) {
 		search = []string{}
 	}
 	s.set(family, "dns-search", search)
+	if opts := d.options[fam]; opts != nil {
+		s.set(family, "dns-options", opts)
+	} else {
+		delete(s[family], "dns-options") // unset: resolv.conf's defaults
+	}
 	// NetworkManager lists the servers of the lower priority first: the family of
 	// the first server stated comes first, as nmstate does.
 	priority := int32(0)

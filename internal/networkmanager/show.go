@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/nmoverlay/nmoverlay/internal/state"
 
@@ -219,6 +220,7 @@ func (snap Snapshot) State() state.State {
 		a := applied[d.key]
 		objs.readIP(&it, props, a, routes, &static)
 		if a != nil {
+			it.WaitIP = waitIP(a)
 			describe(&it, a, portsOf, applied)
 			it.LLDP = readLLDP(a, props)
 			it.Ethtool = ethtoolState(snap.Ethtool[d.name], a)
@@ -276,6 +278,10 @@ func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
 	if d.typ == state.OVSBridge {
 		return it
 	}
+	if flags, ok := props["InterfaceFlags"].Value().(uint32); ok {
+		promisc := flags&unix.IFF_PROMISC != 0
+		it.AcceptAllMACAddresses = &promisc
+	}
 	if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
 		m := int(mtu)
 		it.MTU = &m
@@ -322,6 +328,24 @@ func (o objects) readIP(it *state.Interface, props map[string]dbus.Variant, a se
 	}
 }
 
+// waitIP is the applied profile's wait-ip, from its families' may-fail (true by
+// NetworkManager's default); none for a port, whose profile has no IP configuration.
+func waitIP(a settings) string {
+	if a.str("ipv4", "method") == "" && a.str("ipv6", "method") == "" {
+		return ""
+	}
+	v4, v6 := *flagOr(a, "ipv4", "may-fail", true), *flagOr(a, "ipv6", "may-fail", true)
+	switch {
+	case !v4 && !v6:
+		return "ipv4+ipv6"
+	case !v4:
+		return "ipv4"
+	case !v6:
+		return "ipv6"
+	}
+	return "any"
+}
+
 // describeIP reads the family's method and flags from the applied profile as nmstate
 // names them: ipv4 auto is dhcp; ipv6 auto is autoconf with DHCP, dhcp is DHCP alone.
 func describeIP(ip *state.IPConfig, a settings, family string) {
@@ -361,7 +385,10 @@ func describeIP(ip *state.IPConfig, a settings, family string) {
 }
 
 // staticDNS collects the DNS servers and search domains the applied profiles set.
-type staticDNS struct{ servers, search map[string]bool }
+type staticDNS struct {
+	servers, search map[string]bool
+	options         []string // in the order the profiles give them
+}
 
 func (d *staticDNS) add(a settings, family string) {
 	if d.servers == nil {
@@ -374,6 +401,8 @@ func (d *staticDNS) add(a settings, family string) {
 	for _, dom := range search {
 		d.search[dom] = true
 	}
+	opts, _ := a[family]["dns-options"].Value().([]string)
+	d.options = appendNew(d.options, opts...)
 }
 
 // inOrder lists the static servers and domains in the order NetworkManager uses them
@@ -393,6 +422,7 @@ func (d staticDNS) inOrder(running *state.DNSConfig) *state.DNSConfig {
 			out.Search = append(out.Search, dom)
 		}
 	}
+	out.Options = d.options
 	return out
 }
 

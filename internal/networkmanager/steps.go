@@ -87,8 +87,8 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 				}
 				p := pl.perIface[ref.Name]
 				p.port = &portOf{controller: it.Name, kind: k.portType, keepsIP: k.portsKeepIP}
-				if k.portVLAN != nil {
-					p.port.bridgeVLAN = k.portVLAN(it, ref.Name)
+				if k.bridgePort != nil {
+					p.port.bridgePort = k.bridgePort(it, ref.Name)
 				}
 				pl.perIface[ref.Name] = p
 			}
@@ -448,6 +448,7 @@ func (h *host) placeDNS(d *state.DNSResolver, ordered []state.Interface, pl *app
 		p.dns.servers[fam] = servers[fam]
 		if fam == preferred {
 			p.dns.search[fam] = cfg.Search
+			p.dns.options[fam] = cfg.Options
 			p.dns.preferred = fam
 		}
 		pl.perIface[name] = p

@@ -65,6 +65,19 @@ func typedBondOption(option, value string) any {
 	return value
 }
 
+// KernelBondOption is value as NetworkManager and the kernel take option: a boolean
+// option's true and false as 1 and 0, as nmstate translates them (NetworkManager refuses
+// use_carrier "true"); any other value as it is.
+func KernelBondOption(option, value string) string {
+	if b, ok := typedBondOption(option, value).(bool); ok && bondOptionKinds[option].boolean {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	return value
+}
+
 // SameBondOption says whether two spellings of an option's value are the same value
 // (lacp_rate fast and 1, use_carrier true and 1, miimon 0x64 and 100).
 func SameBondOption(option, a, b string) bool {

@@ -74,3 +74,23 @@ func TestSameBondOption(t *testing.T) {
 		t.Error("a list as an option's value was read")
 	}
 }
+
+// NetworkManager takes a boolean option as the kernel does, 1 or 0: nmstate's true and
+// false are translated; any other value goes as written.
+func TestKernelBondOption(t *testing.T) {
+	for _, tc := range []struct{ option, value, want string }{
+		{"use_carrier", "true", "1"},
+		{"use_carrier", "false", "0"},
+		{"tlb_dynamic_lb", "yes", "1"},
+		{"lacp_active", "off", "0"},
+		{"use_carrier", "1", "1"},
+		{"use_carrier", "maybe", "maybe"}, // not a boolean: NetworkManager says why
+		{"miimon", "true", "true"},        // not a boolean option
+		{"lacp_rate", "fast", "fast"},
+		{"primary", "eth1", "eth1"},
+	} {
+		if got := KernelBondOption(tc.option, tc.value); got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.option, tc.value, got, tc.want)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 //	alias=KEY           nmstate's other spelling of the key (ports); giving both is an error
 //	nonnil              a list that is empty rather than absent when not given
 //	one-of=A|B          a string's values
+//	empty-unset         an empty string is as if the key were not given (nmstate's '')
 //	only=TYPE, only=!TYPE  the key is known only on (or not on) interfaces of TYPE
 //	under=KEY           the key is known only inside section KEY
 //	via=FORMAT          an integer nmstate also takes as text: hex32 or pkey
@@ -90,6 +91,7 @@ type fieldSpec struct {
 	ignored    bool
 	ranges     map[string][2]int64 // "" and "@KEY"
 	oneOf      []string
+	emptyUnset bool
 	only       string
 	under      string
 	via        string
@@ -123,6 +125,8 @@ func specsOf(t reflect.Type) []fieldSpec {
 				s.nonnil = true
 			case k == "ignored":
 				s.ignored = true
+			case k == "empty-unset":
+				s.emptyUnset = true
 			case k == "alias":
 				s.alias = v
 			case k == "one-of":
@@ -193,6 +197,12 @@ func (d *decoder) bounds(s *fieldSpec) (int64, int64) {
 
 // object checks v is a mapping with only the allowed keys; refused keys get their reason.
 func (d *decoder) object(path string, v any, allowed []string, refused map[string]string) (map[string]any, bool) {
+	return d.objectOf(path, v, allowed, allowed, refused)
+}
+
+// objectOf is object, naming the keys shown to someone who wrote an unknown one: those
+// nmstate only reports are accepted and not offered.
+func (d *decoder) objectOf(path string, v any, allowed, shown []string, refused map[string]string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		d.fail(path, "must be a mapping, got %s", describe(v))
@@ -211,7 +221,7 @@ func (d *decoder) object(path string, v any, allowed []string, refused map[strin
 			d.fail(join(path, k), "not supported by nmoverlay: %s", why)
 			continue
 		}
-		d.fail(join(path, k), "unknown field (known here: %s)", strings.Join(allowed, ", "))
+		d.fail(join(path, k), "unknown field (known here: %s)", strings.Join(shown, ", "))
 	}
 	return m, true
 }
@@ -225,7 +235,7 @@ func (d *decoder) structure(path string, v any, dst reflect.Value) bool {
 			d.typ = tf.typeFrom(m)
 		}
 	}
-	var known []string
+	var known, shown []string
 	refused := map[string]string{}
 	for _, s := range specs {
 		switch {
@@ -237,13 +247,20 @@ func (d *decoder) structure(path string, v any, dst reflect.Value) bool {
 			if s.alias != "" {
 				known = append(known, s.alias)
 			}
+			if !s.ignored || !s.blank {
+				shown = append(shown, s.key)
+				if s.alias != "" {
+					shown = append(shown, s.alias)
+				}
+			}
 		}
 	}
 	extra, _ := dst.Addr().Interface().(extraKeyed)
 	if extra != nil {
 		known = append(known, extra.extraKeys()...)
+		shown = append(shown, extra.extraKeys()...)
 	}
-	m, ok := d.object(path, v, known, refused)
+	m, ok := d.objectOf(path, v, known, shown, refused)
 	if !ok {
 		return false
 	}
@@ -325,6 +342,9 @@ func (d *decoder) value(path string, v any, dst reflect.Value, s *fieldSpec) boo
 		str, ok := v.(string)
 		if !ok {
 			d.fail(path, "must be a string, got %s", describe(v))
+			return false
+		}
+		if s != nil && s.emptyUnset && str == "" {
 			return false
 		}
 		if s != nil && s.oneOf != nil && !slices.Contains(s.oneOf, str) {

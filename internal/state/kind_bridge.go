@@ -51,9 +51,6 @@ func (b *BridgeConfig) verify(add addFunc, it Interface, got Section) {
 
 // BridgeOptions are a bridge's options; all but stp are ovs-bridge only.
 type BridgeOptions struct {
-	_ struct{} `key:"group-forward-mask" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"mac-ageing-time" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"multicast-snooping" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
 	_ struct{} `key:"vlan-protocol" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
 	_ struct{} `key:"hash-max" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
 	_ struct{} `key:"group-addr" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
@@ -62,32 +59,44 @@ type BridgeOptions struct {
 	RSTP                *bool `json:"rstp,omitempty" nmstate:"only=ovs-bridge"`
 	MCastSnoopingEnable *bool `json:"mcast-snooping-enable,omitempty" nmstate:"only=ovs-bridge"`
 	// FailMode and Datapath take the values Open vSwitch knows; the datapath is system (the
-	// kernel's) or netdev (userspace).
-	FailMode *string `json:"fail-mode,omitempty" nmstate:"only=ovs-bridge,one-of=secure|standalone"`
-	Datapath *string `json:"datapath,omitempty" nmstate:"only=ovs-bridge,one-of=system|netdev"`
+	// kernel's) or netdev (userspace); '' sets neither, as in nmstate.
+	FailMode *string `json:"fail-mode,omitempty" nmstate:"only=ovs-bridge,one-of=secure|standalone,empty-unset"`
+	Datapath *string `json:"datapath,omitempty" nmstate:"only=ovs-bridge,one-of=system|netdev,empty-unset"`
+	// A Linux bridge's: the link-local groups it forwards (a bit per 01:80:C2:00:00:0X),
+	// the seconds it keeps a learnt MAC address, and IGMP/MLD snooping.
+	GroupForwardMask  *int  `json:"group-forward-mask,omitempty" nmstate:"only=!ovs-bridge,range=0..65535"`
+	MACAgeingTime     *int  `json:"mac-ageing-time,omitempty" nmstate:"only=!ovs-bridge,range=0..1000000"`
+	MulticastSnooping *bool `json:"multicast-snooping,omitempty" nmstate:"only=!ovs-bridge"`
 }
 
 // STP is a bridge's spanning tree; an OVS bridge's may be a boolean (nmstate 1's form).
 type STP struct {
-	_ struct{} `key:"forward-delay" refused:"not applied yet"`
-	_ struct{} `key:"hello-time" refused:"not applied yet"`
-	_ struct{} `key:"max-age" refused:"not applied yet"`
-	_ struct{} `key:"priority" refused:"not applied yet"`
+	// An OVS bridge's timers are Open vSwitch's other_config, not applied yet.
+	_ struct{} `key:"forward-delay" refused:"not applied yet" nmstate:"only=ovs-bridge"`
+	_ struct{} `key:"hello-time" refused:"not applied yet" nmstate:"only=ovs-bridge"`
+	_ struct{} `key:"max-age" refused:"not applied yet" nmstate:"only=ovs-bridge"`
+	_ struct{} `key:"priority" refused:"not applied yet" nmstate:"only=ovs-bridge"`
 
 	Enabled *bool `json:"enabled,omitempty"`
+	// A Linux bridge's timers in seconds, in the kernel's bounds, and its priority.
+	ForwardDelay *int `json:"forward-delay,omitempty" nmstate:"only=!ovs-bridge,range=2..30"`
+	HelloTime    *int `json:"hello-time,omitempty" nmstate:"only=!ovs-bridge,range=1..10"`
+	MaxAge       *int `json:"max-age,omitempty" nmstate:"only=!ovs-bridge,range=6..40"`
+	Priority     *int `json:"priority,omitempty" nmstate:"only=!ovs-bridge,range=0..65535"`
 }
 
 // BridgePort is a bridge port with its optional VLAN filtering.
 type BridgePort struct {
-	_ struct{} `key:"stp-hairpin-mode" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"stp-path-cost" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-	_ struct{} `key:"stp-priority" refused:"not applied yet" nmstate:"only=!ovs-bridge"`
-
 	Name string      `json:"name" nmstate:"required"`
 	VLAN *BridgeVLAN `json:"vlan,omitempty"`
 	// LinkAggregation makes an OVS bridge's port a bond: one OVSDB port over several
 	// interfaces, named by Name, which is no kernel interface.
 	LinkAggregation *OVSBond `json:"link-aggregation,omitempty" nmstate:"only=ovs-bridge"`
+	// A Linux bridge port's spanning tree: hairpin mode (frames sent back out of the port
+	// they came in on), path cost and priority.
+	STPHairpinMode *bool `json:"stp-hairpin-mode,omitempty" nmstate:"only=!ovs-bridge"`
+	STPPathCost    *int  `json:"stp-path-cost,omitempty" nmstate:"only=!ovs-bridge,range=1..65535"`
+	STPPriority    *int  `json:"stp-priority,omitempty" nmstate:"only=!ovs-bridge,range=0..63"`
 }
 
 // Interfaces are the interfaces the port puts on its bridge: a bond's members, else the
@@ -176,6 +185,9 @@ func validateBridge(p string, b *BridgeConfig, ovs bool, fail func(string, strin
 				fail(join(p, "options."+f.field), "only for type ovs-bridge")
 			}
 		}
+	}
+	if o := b.Options; o != nil && o.GroupForwardMask != nil && *o.GroupForwardMask&7 != 0 {
+		fail(join(p, "options.group-forward-mask"), "%d has bit 0, 1 or 2 set: the kernel never forwards STP, pause or LACP frames (01:80:C2:00:00:00 to 02)", *o.GroupForwardMask)
 	}
 	if b.AllowExtraPatchPorts != nil && !ovs {
 		fail(join(p, "allow-extra-patch-ports"), "only for type ovs-bridge")
@@ -274,6 +286,18 @@ func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig, ovs bo
 		verifyField(add, opt+"mcast-snooping-enable", wo.MCastSnoopingEnable, gotOpts.MCastSnoopingEnable)
 		verifyField(add, opt+"fail-mode", wo.FailMode, gotOpts.FailMode)
 		verifyField(add, opt+"datapath", wo.Datapath, gotOpts.Datapath)
+		verifyField(add, opt+"group-forward-mask", wo.GroupForwardMask, gotOpts.GroupForwardMask)
+		verifyField(add, opt+"mac-ageing-time", wo.MACAgeingTime, gotOpts.MACAgeingTime)
+		verifyField(add, opt+"multicast-snooping", wo.MulticastSnooping, gotOpts.MulticastSnooping)
+		if ws, gs := wo.STP, gotOpts.STP; ws != nil {
+			if gs == nil {
+				gs = &STP{}
+			}
+			verifyField(add, opt+"stp.forward-delay", ws.ForwardDelay, gs.ForwardDelay)
+			verifyField(add, opt+"stp.hello-time", ws.HelloTime, gs.HelloTime)
+			verifyField(add, opt+"stp.max-age", ws.MaxAge, gs.MaxAge)
+			verifyField(add, opt+"stp.priority", ws.Priority, gs.Priority)
+		}
 	}
 	if ovs {
 		have := bridgePortNames(g)
@@ -295,6 +319,10 @@ func verifyBridge(add func(string, ...any), n string, w, g *BridgeConfig, ovs bo
 		if wp.VLAN != nil && !wp.VLAN.Equivalent(have.VLAN) {
 			add("%s.bridge.port[name=%s].vlan: %s, want %s", n, wp.Name, have.VLAN, wp.VLAN)
 		}
+		pp := fmt.Sprintf("%s.bridge.port[name=%s].", n, wp.Name)
+		verifyField(add, pp+"stp-hairpin-mode", wp.STPHairpinMode, have.STPHairpinMode)
+		verifyField(add, pp+"stp-path-cost", wp.STPPathCost, have.STPPathCost)
+		verifyField(add, pp+"stp-priority", wp.STPPriority, have.STPPriority)
 		if wp.LinkAggregation != nil {
 			verifyOVSBond(add, fmt.Sprintf("%s.bridge.port[name=%s].link-aggregation", n, wp.Name), wp.LinkAggregation, have.LinkAggregation)
 		}

@@ -9,13 +9,21 @@ func init() { registerSection(func() Section { return &VLANConfig{} }) }
 
 // VLANConfig is a VLAN's vlan section.
 type VLANConfig struct {
-	_ struct{} `key:"protocol" refused:"802.1ad is not applied yet"`
 	_ struct{} `key:"reorder-headers" refused:"not applied yet"`
 	_ struct{} `key:"loose-binding" refused:"not applied yet"`
 	_ struct{} `key:"registration-protocol" refused:"not applied yet"`
 
 	ID        int    `json:"id" nmstate:"required,range=1..4094"`
 	BaseIface string `json:"base-iface" nmstate:"required"`
+	// Protocol is 802.1q, the kernel's default and the only one applied.
+	Protocol string `json:"protocol,omitempty" nmstate:"one-of=802.1q|802.1ad"`
+}
+
+// checkDecoded refuses the protocol not applied.
+func (v *VLANConfig) checkDecoded(d *decoder, path string, _ map[string]any) {
+	if v.Protocol == "802.1ad" {
+		d.fail(join(path, "protocol"), "not supported by nmoverlay: 802.1ad is not applied yet")
+	}
 }
 
 func (*VLANConfig) Key() string            { return "vlan" }

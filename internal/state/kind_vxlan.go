@@ -12,13 +12,13 @@ func init() { registerSection(func() Section { return &VXLANConfig{} }) }
 
 // VXLANConfig is a VXLAN's vxlan section.
 type VXLANConfig struct {
-	_ struct{} `key:"learning" refused:"not applied yet"`
-
 	ID              int    `json:"id" nmstate:"required,range=0..16777215"`
 	BaseIface       string `json:"base-iface,omitempty"`
 	Remote          string `json:"remote,omitempty"`
 	Local           string `json:"local,omitempty"`
 	DestinationPort *int   `json:"destination-port,omitempty" nmstate:"range=1..65535"`
+	// Learning: the VTEP learns remote MAC addresses from the packets it receives.
+	Learning *bool `json:"learning,omitempty"`
 }
 
 func (*VXLANConfig) Key() string            { return "vxlan" }
@@ -52,7 +52,9 @@ func (x *VXLANConfig) verify(add addFunc, it Interface, got Section) {
 	g, _ := got.(*VXLANConfig)
 	if g == nil || g.ID != x.ID || (x.BaseIface != "" && g.BaseIface != x.BaseIface) || (x.Remote != "" && !sameIP(g.Remote, x.Remote)) {
 		add("%s.vxlan: %s, want %s", n, g, x)
+		return
 	}
+	verifyField(add, n+".vxlan.learning", x.Learning, g.Learning)
 }
 
 func (x *VXLANConfig) String() string {

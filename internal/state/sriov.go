@@ -27,6 +27,9 @@ type SRIOVConfig struct {
 
 // VF is one virtual function's settings, by its index on the physical function.
 type VF struct {
+	// The VF's interface name, which nmstate reports and ignores when applying.
+	_ struct{} `key:"iface-name" nmstate:"ignored"`
+
 	ID         int     `json:"id" nmstate:"required,range=0..65534"`
 	MACAddress *string `json:"mac-address,omitempty"`
 	SpoofCheck *bool   `json:"spoof-check,omitempty"`

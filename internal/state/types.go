@@ -7,6 +7,8 @@ package state
 import (
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // State is a network state in nmstate's schema: a desired state parsed from a policy,
@@ -136,12 +138,12 @@ type Interface struct {
 	_ struct{} `key:"dpdk" refused:"DPDK interfaces are not supported"`
 	_ struct{} `key:"802.1x" refused:"802.1X is not supported"`
 	_ struct{} `key:"dispatch" refused:"dispatch scripts are not supported"`
-	_ struct{} `key:"accept-all-mac-addresses" refused:"not applied yet"`
 	_ struct{} `key:"controller" refused:"name the port in its controller's port list instead"`
-	_ struct{} `key:"min-mtu" refused:"current state only"`
-	_ struct{} `key:"max-mtu" refused:"current state only"`
-	_ struct{} `key:"permanent-mac-address" refused:"current state only"`
-	_ struct{} `key:"wait-ip" refused:"not applied yet"`
+	// What nmstate reports and ignores when applying: a state copied from a
+	// NodeNetworkState applies.
+	_ struct{} `key:"min-mtu" nmstate:"ignored"`
+	_ struct{} `key:"max-mtu" nmstate:"ignored"`
+	_ struct{} `key:"permanent-mac-address" nmstate:"ignored"`
 	_ struct{} `key:"ipvlan" refused:"ipvlan is not supported"`
 	_ struct{} `key:"team" refused:"team is not supported"`
 	_ struct{} `key:"bridge-vlan" refused:"not applied yet"`
@@ -169,6 +171,11 @@ type Interface struct {
 	LLDP        *LLDP     `json:"lldp,omitempty"`
 	// Ethtool is the ethtool section: offload features.
 	Ethtool *EthtoolConfig `json:"ethtool,omitempty"`
+	// WaitIP is the families the interface must have an address of to count as up: any,
+	// ipv4, ipv6 or ipv4+ipv6.
+	WaitIP string `json:"wait-ip,omitempty" nmstate:"one-of=any|ipv4|ipv6|ipv4+ipv6"`
+	// AcceptAllMACAddresses puts the interface in promiscuous mode.
+	AcceptAllMACAddresses *bool `json:"accept-all-mac-addresses,omitempty"`
 	// Ethernet is the ethernet section: a physical function's SR-IOV VFs.
 	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
 
@@ -221,8 +228,14 @@ type IPConfig struct {
 
 // Address is a static address.
 type Address struct {
-	_ struct{} `key:"valid-life-time" refused:"current state only"`
-	_ struct{} `key:"preferred-life-time" refused:"current state only"`
+	// What nmstate reports of a dynamic address and ignores when applying, under each of
+	// the names it takes.
+	_ struct{} `key:"valid-life-time" nmstate:"ignored"`
+	_ struct{} `key:"valid-left" nmstate:"ignored"`
+	_ struct{} `key:"valid-lft" nmstate:"ignored"`
+	_ struct{} `key:"preferred-life-time" nmstate:"ignored"`
+	_ struct{} `key:"preferred-left" nmstate:"ignored"`
+	_ struct{} `key:"preferred-lft" nmstate:"ignored"`
 
 	IP           string `json:"ip" nmstate:"required"`
 	PrefixLength int    `json:"prefix-length" nmstate:"required,range=0..32,range@ipv6=0..128"`
@@ -238,8 +251,9 @@ type LLDP struct {
 
 // Routes is the routes section.
 type Routes struct {
-	Config  []Route `json:"config,omitempty"`
-	Running []Route `json:"running,omitempty" refused:"routes.running is current state; desired routes go in routes.config"`
+	Config []Route `json:"config,omitempty"`
+	// Running is what the node runs; ignored when applying, as nmstate ignores it.
+	Running []Route `json:"running,omitempty" nmstate:"ignored"`
 }
 
 // Route is one route. State absent removes matching routes.
@@ -279,8 +293,9 @@ func IsIPv6(s string) bool {
 
 // DNSResolver is the dns-resolver section.
 type DNSResolver struct {
-	Config  *DNSConfig `json:"config,omitempty"`
-	Running *DNSConfig `json:"running,omitempty" refused:"dns-resolver.running is current state; desired DNS goes in dns-resolver.config"`
+	Config *DNSConfig `json:"config,omitempty"`
+	// Running is what the node uses; ignored when applying, as nmstate ignores it.
+	Running *DNSConfig `json:"running,omitempty" nmstate:"ignored"`
 	// Interfaces are where the engine may put Config: those named by the policies that
 	// set it (Merge fills it in), so DNS never lands on another policy's interface. Not
 	// nmstate's schema. Empty: any interface of the desired state.
@@ -288,10 +303,31 @@ type DNSResolver struct {
 }
 
 type DNSConfig struct {
-	_ struct{} `key:"options" refused:"resolver options are not applied yet"`
-
 	Server []string `json:"server,omitempty"`
 	Search []string `json:"search,omitempty"`
+	// Options are resolv.conf's options (rotate, ndots:9).
+	Options []string `json:"options,omitempty"`
+}
+
+// ResolverOptions are the options resolv.conf takes, as nmstate and NetworkManager
+// check them; those ending in ':' take a number.
+var ResolverOptions = []string{"attempts:", "debug", "edns0", "inet6", "ip6-bytestring", "ip6-dotint", "ndots:",
+	"no-aaaa", "no-check-names", "no-ip6-dotint", "no-reload", "no-tld-query", "rotate", "single-request",
+	"single-request-reopen", "timeout:", "trust-ad", "use-vc"}
+
+// resolverOption says whether o is one of ResolverOptions, with its number where it takes one.
+func resolverOption(o string) bool {
+	for _, known := range ResolverOptions {
+		if name, ok := strings.CutSuffix(known, ":"); ok {
+			if n, ok := strings.CutPrefix(o, name+":"); ok {
+				_, err := strconv.ParseUint(n, 10, 8)
+				return err == nil
+			}
+		} else if o == known {
+			return true
+		}
+	}
+	return false
 }
 
 // typeFrom is the type the interface's keys give: its type if it is one nmoverlay

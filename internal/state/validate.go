@@ -123,6 +123,11 @@ func Validate(s State) field.Errors {
 				fail(index("dns-resolver.config.server", i), "%q is not an IP address", srv)
 			}
 		}
+		for i, o := range s.DNSResolver.Config.Options {
+			if !resolverOption(o) {
+				fail(index("dns-resolver.config.options", i), "%q is not a resolver option (%s)", o, strings.Join(ResolverOptions, ", "))
+			}
+		}
 		for i, dom := range s.DNSResolver.Config.Search {
 			if dom == "" || strings.ContainsAny(dom, " \t,/") || len(dom) > 253 {
 				fail(index("dns-resolver.config.search", i), "%q is not a domain name", dom)

@@ -83,6 +83,10 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 		add("%s.type: %s, want %s", n, got.Type, want.Type)
 	}
 	verifyField(add, n+".mtu", want.MTU, got.MTU)
+	verifyField(add, n+".accept-all-mac-addresses", want.AcceptAllMACAddresses, got.AcceptAllMACAddresses)
+	if want.WaitIP != "" && got.WaitIP != want.WaitIP {
+		add("%s.wait-ip: %s, want %s", n, orNone(got.WaitIP), want.WaitIP)
+	}
 	if want.MACAddress != nil && want.Identifier != IdentifyByMAC && (got.MACAddress == nil || !sameMAC(*got.MACAddress, *want.MACAddress)) {
 		add("%s.mac-address: %s, want %s", n, strOrNone(got.MACAddress), *want.MACAddress)
 	}
@@ -206,6 +210,9 @@ func verifyDNS(add func(string, ...any), desired, current *DNSResolver) {
 		}
 		if !slices.Equal(want.Search, got.Search) {
 			add("dns-resolver.config.search: %v, want %v", got.Search, want.Search)
+		}
+		if want.Options != nil && !slices.Equal(want.Options, got.Options) {
+			add("dns-resolver.config.options: %v, want %v", got.Options, want.Options)
 		}
 		return
 	}

@@ -490,36 +490,43 @@ func (r *run) apply(ctx context.Context) error {
 // function it returns stops it and tells, per node, when its enactment was granted and
 // when Available.
 func (r *run) watchEnactments(ctx context.Context, start time.Time) func() map[string]ApplySplit {
-	ctx, cancel := context.WithCancel(ctx)
 	splits := map[string]ApplySplit{}
+	pass := func(ctx context.Context) {
+		list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+		if err := r.k8s.List(ctx, list); err != nil {
+			return
+		}
+		for _, e := range list.Items {
+			node := e.Labels[shared.NodeLabel]
+			if e.Labels[shared.PolicyLabel] != BridgePolicy(node) {
+				continue
+			}
+			s := splits[node]
+			if _, ok := e.Annotations[shared.RolloutSlotAnnotation]; ok && s.Granted == 0 {
+				s.Granted = time.Since(start)
+			}
+			if isTrue(e.Status.Conditions, shared.EnactmentAvailable) && s.Available == 0 {
+				s.Available = time.Since(start)
+			}
+			splits[node] = s
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			list := &v1beta1.NodeNetworkConfigurationEnactmentList{}
-			if err := r.k8s.List(ctx, list); err == nil {
-				for _, e := range list.Items {
-					node := e.Labels[shared.NodeLabel]
-					if e.Labels[shared.PolicyLabel] != BridgePolicy(node) {
-						continue
-					}
-					s := splits[node]
-					if _, ok := e.Annotations[shared.RolloutSlotAnnotation]; ok && s.Granted == 0 {
-						s.Granted = time.Since(start)
-					}
-					if isTrue(e.Status.Conditions, shared.EnactmentAvailable) && s.Available == 0 {
-						s.Available = time.Since(start)
-					}
-					splits[node] = s
-				}
-			}
+			pass(ctx)
 			select {
 			case <-ctx.Done():
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	}()
-	return func() map[string]ApplySplit { cancel(); <-done; return splits }
+	// Stopped once the policies are Available: a last pass sees what the polling had not
+	// yet (a List can take longer than the controller's write of the policy's status, on
+	// a loaded machine), so every node's Available is timed, at worst a little late.
+	return func() map[string]ApplySplit { cancel(); <-done; pass(context.Background()); return splits }
 }
 
 // waitRestarted waits until each of nmoverlay's pods runs, Ready, in a container started

@@ -70,6 +70,7 @@ var _ = Describe("the NetworkManager engine", Ordered, func() {
 		files := keyfiles()
 		Expect(files).To(HaveKey("eth1.nmconnection"))
 		Expect(files["eth1.nmconnection"]).To(ContainSubstring(networkmanager.OwnerKey + "=" + networkmanager.OwnerValue))
+		Expect(strings.Count(files["eth1.nmconnection"], "may-fail=false")).To(Equal(2), "wait-ip: ipv4+ipv6 is both families' may-fail=false")
 	})
 
 	It("reads the current state back, stable across reads", func() {
@@ -121,7 +122,32 @@ interfaces:
 		Expect(err).NotTo(HaveOccurred())
 		Expect(s.Interfaces).To(ContainElement(SatisfyAll(
 			HaveField("Name", "br0"),
-			WithTransform(bridgePorts, ConsistOf(state.BridgePort{Name: "eth2"}, state.BridgePort{Name: "eth3"})))))
+			WithTransform(bridgePortNames, ConsistOf("eth2", "eth3")))))
+	})
+
+	It("applies a Linux bridge's STP timers, MAC ageing, snooping and forward mask, and its ports' spanning tree, as nmstate's linuxbrige_eth1_up example sets them", func() {
+		applyCommit(`
+interfaces:
+- name: br0
+  type: linux-bridge
+  state: up
+  ipv4: {enabled: true, address: [{ip: 192.0.2.129, prefix-length: 25}]}
+  bridge:
+    options:
+      group-forward-mask: 8
+      mac-ageing-time: 600
+      multicast-snooping: false
+      stp: {enabled: true, forward-delay: 10, hello-time: 3, max-age: 25, priority: 4096}
+    port:
+    - {name: eth2, stp-hairpin-mode: true, stp-path-cost: 50, stp-priority: 16}
+    - name: eth3
+`)
+		// The kernel's own units: hundredths of a second.
+		Expect(ip("-d", "link", "show", "br0")).To(SatisfyAll(
+			MatchRegexp(`forward_delay 1000 hello_time 300 max_age 2500 ageing_time 60000 stp_state 1 priority 4096 `),
+			MatchRegexp(`group_fwd_mask 0x8 `), MatchRegexp(`mcast_snooping 0 `)))
+		Expect(ip("-d", "link", "show", "eth2")).To(MatchRegexp(`priority 16 cost 50 hairpin on `))
+		Expect(ip("-d", "link", "show", "eth3")).To(MatchRegexp(`priority 32 cost 100 hairpin off `), "a port the policy says nothing of keeps the kernel's defaults")
 	})
 
 	It("gives a bridge the MAC address of one of its ports (copy-mac-from), read when applied", func() {
@@ -170,15 +196,16 @@ interfaces:
 - name: vx100
   type: vxlan
   state: up
-  vxlan: {id: 100, base-iface: eth1, remote: 192.0.2.250, destination-port: 4789}
+  vxlan: {id: 100, base-iface: eth1, remote: 192.0.2.250, destination-port: 4789, learning: false}
 - name: vpeer0
   type: veth
   state: up
   veth: {peer: vpeer1}
+  accept-all-mac-addresses: true
 `)
 		Expect(ip("-d", "link", "show", "mv0")).To(ContainSubstring("macvlan mode bridge"))
-		Expect(ip("-d", "link", "show", "vx100")).To(MatchRegexp(`vxlan id 100 remote 192.0.2.250 dev eth1`))
-		Expect(ip("link", "show", "vpeer0")).To(ContainSubstring("vpeer1"))
+		Expect(ip("-d", "link", "show", "vx100")).To(SatisfyAll(MatchRegexp(`vxlan id 100 remote 192.0.2.250 dev eth1`), ContainSubstring("nolearning")))
+		Expect(ip("link", "show", "vpeer0")).To(SatisfyAll(ContainSubstring("vpeer1"), ContainSubstring("PROMISC")))
 	})
 
 	It("modifies an interface and removes one with state absent", func() {
@@ -250,6 +277,7 @@ dns-resolver:
   config:
     server: [192.0.2.53, "2001:db8:1::53"]
     search: [example.com]
+    options: [rotate, ndots:9]
 interfaces:
 - name: eth1
   type: ethernet
@@ -262,7 +290,8 @@ interfaces:
 		Expect(s.DNSResolver).NotTo(BeNil())
 		Expect(s.DNSResolver.Running.Server).To(ContainElements("192.0.2.53", "2001:db8:1::53"))
 		Expect(s.DNSResolver.Running.Search).To(ContainElement("example.com"))
-		Expect(keyfiles()["eth1.nmconnection"]).To(ContainSubstring("dns=192.0.2.53;"))
+		Expect(keyfiles()["eth1.nmconnection"]).To(SatisfyAll(ContainSubstring("dns=192.0.2.53;"), ContainSubstring("dns-options=rotate;ndots:9;")))
+		Expect(s.DNSResolver.Config.Options).To(Equal([]string{"rotate", "ndots:9"}))
 	})
 
 	It("leaves a profile it does not own untouched, and the interface returns to it when removed", func() {
@@ -414,6 +443,7 @@ interfaces:
   type: ethernet
   state: up
   mtu: 1400
+  wait-ip: ipv4+ipv6
   ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, address: [{ip: "2001:db8:1::1", prefix-length: 64}]}
 routes:
@@ -466,4 +496,13 @@ func bridgePorts(it state.Interface) []state.BridgePort {
 		return b.Port
 	}
 	return nil
+}
+
+// bridgePortNames are the names of a bridge interface's ports.
+func bridgePortNames(it state.Interface) []string {
+	var names []string
+	for _, p := range bridgePorts(it) {
+		names = append(names, p.Name)
+	}
+	return names
 }

@@ -130,9 +130,13 @@ interfaces:
   ipv4: {enabled: true, address: [{ip: 192.0.2.10, prefix-length: 24}]}
   link-aggregation:
     mode: active-backup
-    options: {miimon: "100"}
+    options: {miimon: "100", use_carrier: true}
     port: [{B}, {C}]
 `); err != nil {
+			return err
+		}
+		// use_carrier as nmstate writes it, a boolean: NetworkManager takes it as 1.
+		if err := expect([]string{"cat", "/sys/class/net/bond0/bonding/use_carrier"}, "1"); err != nil {
 			return err
 		}
 		return expect([]string{"cat", "/proc/net/bonding/bond0"}, "fault-tolerance (active-backup)", "Slave Interface: "+e.NICs.B, "Slave Interface: "+e.NICs.C, "MII Polling Interval (ms): 100")
@@ -143,7 +147,7 @@ interfaces:
 - name: bond0.100
   type: vlan
   state: up
-  vlan: {id: 100, base-iface: bond0}
+  vlan: {id: 100, base-iface: bond0, protocol: 802.1q}
   ipv4: {enabled: true, address: [{ip: 198.51.100.10, prefix-length: 24}]}
 `); err != nil {
 			return err
@@ -164,7 +168,7 @@ interfaces:
 - name: bond0.100
   type: vlan
   state: up
-  vlan: {id: 100, base-iface: bond0}
+  vlan: {id: 100, base-iface: bond0, protocol: 802.1q}
   ipv4: {enabled: true, address: [{ip: 198.51.100.10, prefix-length: 24}]}
 `); err != nil {
 			return err
