@@ -49,6 +49,16 @@ type Client struct {
 	conn *dbus.Conn // nm's bus, for signals
 	// Settle is how long Changes waits for quiet before it signals.
 	Settle time.Duration
+	// SysfsRoot is where the network devices' sysfs is, /sys/class/net when empty (a test
+	// reaching a node in other namespaces names the node's, through /proc/PID/root).
+	SysfsRoot string
+}
+
+func (c *Client) sysfsRoot() string {
+	if c.SysfsRoot != "" {
+		return c.SysfsRoot
+	}
+	return "/sys/class/net"
 }
 
 // Connect connects to NetworkManager on the system bus, or on address when it is not empty

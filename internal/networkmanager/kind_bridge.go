@@ -1,6 +1,8 @@
 package networkmanager
 
 import (
+	"strconv"
+
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -20,20 +22,27 @@ func init() {
 			}
 			return nil
 		},
+		// The options and the ports' spanning tree are read from the kernel: NetworkManager
+		// writes the ports' through sysfs, and a write that fails there (a read-only /sys)
+		// fails nothing it reports.
+		sysfs: []string{"bridge/stp_state", "bridge/forward_delay", "bridge/hello_time", "bridge/max_age", "bridge/priority",
+			"bridge/ageing_time", "bridge/group_fwd_mask", "bridge/multicast_snooping"},
+		portSysfs: []string{"brport/priority", "brport/path_cost", "brport/hairpin_mode"},
 		read: func(it *state.Interface, r readBack) {
-			a := r.applied
+			k := r.sysfs[it.Name]
 			o := &state.BridgeOptions{
-				STP: &state.STP{Enabled: flagOr(a, "bridge", "stp", true), ForwardDelay: numberOr(a, "bridge", "forward-delay", 15),
-					HelloTime: numberOr(a, "bridge", "hello-time", 2), MaxAge: numberOr(a, "bridge", "max-age", 20),
-					Priority: numberOr(a, "bridge", "priority", 32768)},
-				GroupForwardMask: numberOr(a, "bridge", "group-forward-mask", 0), MACAgeingTime: numberOr(a, "bridge", "ageing-time", 300),
-				MulticastSnooping: flagOr(a, "bridge", "multicast-snooping", true),
+				// The kernel's times are in hundredths of a second.
+				STP: &state.STP{Enabled: kernelFlag(k, "bridge/stp_state"), ForwardDelay: kernelNumber(k, "bridge/forward_delay", 100),
+					HelloTime: kernelNumber(k, "bridge/hello_time", 100), MaxAge: kernelNumber(k, "bridge/max_age", 100),
+					Priority: kernelNumber(k, "bridge/priority", 1)},
+				GroupForwardMask: kernelNumber(k, "bridge/group_fwd_mask", 1), MACAgeingTime: kernelNumber(k, "bridge/ageing_time", 100),
+				MulticastSnooping: kernelFlag(k, "bridge/multicast_snooping"),
 			}
 			b := &state.BridgeConfig{Options: o, Port: make([]state.BridgePort, len(r.ports))}
 			for i, p := range r.ports {
-				pa := r.all[p]
-				b.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(pa), STPHairpinMode: flagOr(pa, "bridge-port", "hairpin-mode", false),
-					STPPathCost: numberOr(pa, "bridge-port", "path-cost", 100), STPPriority: numberOr(pa, "bridge-port", "priority", 32)}
+				pk := r.sysfs[p]
+				b.Port[i] = state.BridgePort{Name: p, VLAN: portVLAN(r.all[p]), STPHairpinMode: kernelFlag(pk, "brport/hairpin_mode"),
+					STPPathCost: kernelNumber(pk, "brport/path_cost", 1), STPPriority: kernelNumber(pk, "brport/priority", 1)}
 			}
 			it.Section = b
 		},
@@ -151,33 +160,22 @@ func setBridgePort(s settings, bp *state.BridgePort) {
 	s.set("bridge-port", "vlans", bridgeVLANs(vlan))
 }
 
-// setFlag and setNumber set a boolean or a uint32 setting the desired state gives (nil:
-// what the base says stays).
-func setFlag(s settings, sec, key string, v *bool) {
-	if v != nil {
-		s.set(sec, key, *v)
+// kernelFlag and kernelNumber read a sysfs attribute of the snapshot as a switch (not
+// 0) or a number (decimal or 0x hex) divided by unit; nil when it was not read.
+func kernelFlag(attrs map[string]string, attr string) *bool {
+	v, ok := attrs[attr]
+	if !ok {
+		return nil
 	}
+	on := v != "0"
+	return &on
 }
 
-func setNumber(s settings, sec, key string, v *int) {
-	if v != nil {
-		s.set(sec, key, uint32(*v))
+func kernelNumber(attrs map[string]string, attr string, unit int) *int {
+	n, err := strconv.ParseUint(attrs[attr], 0, 32)
+	if err != nil {
+		return nil
 	}
-}
-
-// flagOr and numberOr read a boolean or a uint32 setting of an applied profile, or
-// NetworkManager's default for it: a profile carries only what differs from it.
-func flagOr(a settings, sec, key string, def bool) *bool {
-	if v, ok := a[sec][key].Value().(bool); ok {
-		return &v
-	}
-	return &def
-}
-
-func numberOr(a settings, sec, key string, def int) *int {
-	if v, ok := a[sec][key].Value().(uint32); ok {
-		n := int(v)
-		return &n
-	}
-	return &def
+	v := int(n) / unit
+	return &v
 }

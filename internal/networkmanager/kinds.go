@@ -30,8 +30,12 @@ type kind struct {
 	portType    string
 	portsKeepIP bool
 	bridgePort  func(it state.Interface, port string) *state.BridgePort
-	// read fills it's section from what its device's profile says.
+	// read fills it's section from what its device's profile and the kernel say.
 	read func(it *state.Interface, r readBack)
+	// sysfs and portSysfs are the kernel's attributes (under /sys/class/net/<name>/) a
+	// device of the kind, and each of its ports, has read into the snapshot: what
+	// NetworkManager writes there it does not report failing to (a read-only /sys).
+	sysfs, portSysfs []string
 }
 
 // readBack is what Show has read for one device: its applied profile, its ports, and
@@ -41,6 +45,8 @@ type readBack struct {
 	ports   []string
 	portsOf map[string][]string
 	all     map[string]settings
+	// sysfs is the snapshot's kernel attributes, by device name.
+	sysfs map[string]map[string]string
 }
 
 var kinds = map[state.InterfaceType]*kind{}
@@ -75,4 +81,27 @@ func init() {
 	register(&kind{typ: state.Ethernet, connType: "802-3-ethernet", deviceType: 1})
 	register(&kind{typ: state.Dummy, connType: "dummy", deviceType: 22,
 		write: func(s settings, _ state.Interface, _ profileExtras) { emptySection(s, "dummy") }})
+}
+
+// setFlag and setNumber set a boolean or a uint32 setting the desired state gives (nil:
+// what the base says stays).
+func setFlag(s settings, sec, key string, v *bool) {
+	if v != nil {
+		s.set(sec, key, *v)
+	}
+}
+
+func setNumber(s settings, sec, key string, v *int) {
+	if v != nil {
+		s.set(sec, key, uint32(*v))
+	}
+}
+
+// flagOr reads a boolean setting of an applied profile, or NetworkManager's default for
+// it: a profile carries only what differs from it.
+func flagOr(a settings, sec, key string, def bool) *bool {
+	if v, ok := a[sec][key].Value().(bool); ok {
+		return &v
+	}
+	return &def
 }

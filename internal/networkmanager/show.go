@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/godbus/dbus/v5"
 	"golang.org/x/sys/unix"
@@ -144,6 +147,9 @@ type Snapshot struct {
 	// Ethtool is what the kernel runs of the ethtool settings each device's applied
 	// profile names, by name.
 	Ethtool map[string]*kernelEthtool `json:"ethtool,omitempty"`
+	// Sysfs are the kernel attributes each kind reads back (kind.sysfs), by device name
+	// and path under /sys/class/net/<name>.
+	Sysfs map[string]map[string]string `json:"sysfs,omitempty"`
 }
 
 // Snapshot reads what Show translates.
@@ -153,7 +159,8 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	devs := objs.devices()
-	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{}}
+	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{},
+		Sysfs: readSysfs(objs, devs, c.sysfsRoot())}
 	for _, d := range devs {
 		if caps, _ := objs[d.path][nmdbus.DeviceIface]["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
 			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
@@ -221,7 +228,7 @@ func (snap Snapshot) State() state.State {
 		objs.readIP(&it, props, a, routes, &static)
 		if a != nil {
 			it.WaitIP = waitIP(a)
-			describe(&it, a, portsOf, applied)
+			describe(&it, a, portsOf, applied, snap.Sysfs)
 			it.LLDP = readLLDP(a, props)
 			it.Ethtool = ethtoolState(snap.Ethtool[d.name], a)
 			// As nmstate: the profile's name when it is not the interface's (OVS profiles are
@@ -446,9 +453,9 @@ func dnsServers(a settings, family string) []string {
 }
 
 // describe fills the type's section from the profile applied to the device.
-func describe(it *state.Interface, applied settings, portsOf map[string][]string, all map[string]settings) {
+func describe(it *state.Interface, applied settings, portsOf map[string][]string, all map[string]settings, sysfs map[string]map[string]string) {
 	if k := kinds[it.Type]; k != nil && k.read != nil {
-		k.read(it, readBack{applied: applied, ports: portsOf[it.Key()], portsOf: portsOf, all: all})
+		k.read(it, readBack{applied: applied, ports: portsOf[it.Key()], portsOf: portsOf, all: all, sysfs: sysfs})
 	}
 }
 
@@ -506,4 +513,39 @@ func appendNew(list []string, items ...string) []string {
 func dictList(v dbus.Variant) []map[string]dbus.Variant {
 	l, _ := v.Value().([]map[string]dbus.Variant)
 	return l
+}
+
+// readSysfs reads, for each real device of a kind that names kernel attributes, those
+// attributes and its ports' (kind.sysfs, kind.portSysfs) under root (/sys/class/net);
+// an attribute that cannot be read is left out.
+func readSysfs(objs objects, devs []device, root string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	byPath := map[dbus.ObjectPath]device{}
+	for _, d := range devs {
+		byPath[d.path] = d
+	}
+	read := func(name string, attrs []string) {
+		for _, attr := range attrs {
+			b, err := os.ReadFile(filepath.Join(root, name, attr))
+			if err != nil {
+				continue
+			}
+			if out[name] == nil {
+				out[name] = map[string]string{}
+			}
+			out[name][attr] = strings.TrimSpace(string(b))
+		}
+	}
+	for _, d := range devs {
+		k := kinds[d.typ]
+		if k == nil || !d.real || k.sysfs == nil && k.portSysfs == nil {
+			continue
+		}
+		read(d.name, k.sysfs)
+		ports, _ := objs[d.path][nmdbus.DeviceIface]["Ports"].Value().([]dbus.ObjectPath)
+		for _, p := range ports {
+			read(byPath[p].name, k.portSysfs)
+		}
+	}
+	return out
 }

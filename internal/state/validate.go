@@ -72,6 +72,14 @@ func Validate(s State) field.Errors {
 			}
 			validateSRIOV(join(p, "ethernet.sr-iov"), it.Ethernet.SRIOV, fail)
 		}
+		for _, f := range []struct {
+			family string
+			c      *IPConfig
+		}{{"ipv4", it.IPv4}, {"ipv6", it.IPv6}} {
+			if strings.Contains(it.WaitIP, f.family) && f.c != nil && f.c.Enabled != nil && !*f.c.Enabled {
+				fail(join(p, "wait-ip"), "%s waits for an %s address while %s is disabled", it.WaitIP, f.family, f.family)
+			}
+		}
 		validateIP(join(p, "ipv4"), it.IPv4, false, fail)
 		validateIP(join(p, "ipv6"), it.IPv6, true, fail)
 		if it.MTU != nil && *it.MTU < 1280 && it.IPv6 != nil && it.IPv6.Enabled != nil && *it.IPv6.Enabled {

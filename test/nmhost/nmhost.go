@@ -273,6 +273,9 @@ func waitFor(d time.Duration, ok func() bool) error {
 }
 
 // PathInNode is a host path that reaches path inside the node's mount namespace.
+// Sysfs is the node's /sys/class/net, for an engine running outside its namespaces.
+func (n *Node) Sysfs() string { return n.PathInNode("/sys/class/net") }
+
 func (n *Node) PathInNode(path string) string {
 	return filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "root", path)
 }

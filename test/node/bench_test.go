@@ -63,6 +63,7 @@ func benchNode(b *testing.B, name string, nics int) (*nmhost.Node, *networkmanag
 	if err != nil {
 		b.Fatal(err)
 	}
+	nm.SysfsRoot = n.Sysfs()
 	benchNodes[name] = &benchHost{n, nm}
 	return n, nm
 }

@@ -169,6 +169,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 	if err != nil {
 		return nil, err
 	}
+	nm.SysfsRoot = o.Sysfs()
 	skip := true // a restarted handler (the reboot) registers its controller again in this process
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Cache: node.CacheOptions(nodeName),
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
@@ -269,6 +270,7 @@ func (o *overlayNode) engineOn(ctx context.Context) (*networkmanager.Client, net
 	Expect(o.start(ctx)).To(Succeed())
 	nm, err := networkmanager.Connect(ctx, o.BusAddress())
 	Expect(err).NotTo(HaveOccurred())
+	nm.SysfsRoot = o.Sysfs()
 	DeferCleanup(nm.Close)
 	return nm, networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 }

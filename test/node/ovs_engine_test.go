@@ -49,6 +49,7 @@ var _ = Describe("Open vSwitch policies through the engine", Ordered, func() {
 		var err error
 		nm, err = networkmanager.Connect(ctx, n.BusAddress())
 		Expect(err).NotTo(HaveOccurred())
+		nm.SysfsRoot = n.Sysfs()
 		engine = networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 40 * time.Second},
 			OVSDBSocket: n.PathInNode(nmhost.OVSDBSocket)}
 		show = networkmanager.ShowWithMappings(nm.Show, engine.OVSDBSocket)

@@ -161,6 +161,7 @@ func perPolicy(ctx context.Context, n *overlayNode, k8s client.Client, cfg *rest
 	if err != nil {
 		return 0, err
 	}
+	nm.SysfsRoot = n.Sysfs()
 	defer nm.Close()
 	probes := n.probes(nm, cfg, k8s, realNode)
 	var pending []string

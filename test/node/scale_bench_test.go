@@ -135,6 +135,7 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	nm.SysfsRoot = n.Sysfs()
 	defer nm.Close()
 	naiveStart := time.Now()
 	for i := range sample {

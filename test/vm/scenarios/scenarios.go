@@ -209,6 +209,37 @@ routes:
 		}
 		return expect([]string{"ip", "route", "show", "table", "10"}, "10.20.0.0/16 via 10.10.0.254 dev dummy1")
 	}},
+	// nmstate's linuxbrige_eth1_up example, its values changed from the kernel's defaults:
+	// the bridge's STP timers, priority, MAC ageing, snooping and forward mask, and a
+	// port's spanning tree, which NetworkManager writes through sysfs. Read back from the
+	// kernel in its units (hundredths of a second).
+	{"linux bridge STP timers, MAC ageing, snooping, forward mask and a port's spanning tree", func(ctx context.Context, e *Env) error {
+		if err := e.Apply(ctx, `
+interfaces:
+- {name: dstp, type: dummy, state: up}
+- name: brstp
+  type: linux-bridge
+  state: up
+  bridge:
+    options:
+      group-forward-mask: 8
+      mac-ageing-time: 600
+      multicast-snooping: false
+      stp: {enabled: true, forward-delay: 10, hello-time: 3, max-age: 25, priority: 4096}
+    port:
+    - {name: dstp, stp-hairpin-mode: true, stp-path-cost: 50, stp-priority: 16}
+`); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "-d", "link", "show", "brstp"}, "forward_delay 1000 hello_time 300 max_age 2500 ageing_time 60000 stp_state 1 priority 4096 ",
+			"group_fwd_mask 0x8 ", "mcast_snooping 0 "); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "-d", "link", "show", "dstp"}, "priority 16 cost 50 hairpin on "); err != nil {
+			return err
+		}
+		return e.Apply(ctx, `interfaces: [{name: brstp, type: linux-bridge, state: absent}, {name: dstp, type: dummy, state: absent}]`)
+	}},
 	// nmstate's port VLANs: a trunk carries its tags tagged, and its native VLAN (tag with
 	// enable-native) as PVID untagged; an access port its tag as PVID untagged. The
 	// bridge's default PVID (VLAN 1) stays on every port, as under nmstate with
