@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/godbus/dbus/v5"
-	"golang.org/x/sys/unix"
 
 	"github.com/nmoverlay/nmoverlay/internal/state"
 
@@ -21,6 +20,10 @@ import (
 
 // activeStateFlagExternal is NM_ACTIVATION_STATE_FLAG_EXTERNAL.
 const activeStateFlagExternal = 0x80
+
+// nmDeviceInterfaceFlagPromisc is NM_DEVICE_INTERFACE_FLAG_PROMISC: NetworkManager's own
+// number for the kernel's IFF_PROMISC.
+const nmDeviceInterfaceFlagPromisc = 0x4
 
 // nmDeviceTypeTun is NM_DEVICE_TYPE_TUN.
 const nmDeviceTypeTun = 16
@@ -286,7 +289,7 @@ func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
 		return it
 	}
 	if flags, ok := props["InterfaceFlags"].Value().(uint32); ok {
-		promisc := flags&unix.IFF_PROMISC != 0
+		promisc := flags&nmDeviceInterfaceFlagPromisc != 0
 		it.AcceptAllMACAddresses = &promisc
 	}
 	if mtu, ok := props["Mtu"].Value().(uint32); ok && mtu > 0 {
