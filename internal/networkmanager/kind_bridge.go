@@ -15,9 +15,10 @@ func init() {
 			s.set("connection", "autoconnect-slaves", int32(1))
 		},
 		bridgePort: func(it state.Interface, port string) *state.BridgePort {
-			for i, bp := range state.SectionOf[*state.BridgeConfig](it).Port {
-				if bp.Name == port {
-					return &state.SectionOf[*state.BridgeConfig](it).Port[i]
+			b := state.SectionOf[*state.BridgeConfig](it)
+			for i := range b.Port {
+				if b.Port[i].Name == port {
+					return &b.Port[i]
 				}
 			}
 			return nil
