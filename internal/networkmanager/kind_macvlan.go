@@ -1,34 +1,59 @@
 package networkmanager
 
 import (
+	"github.com/godbus/dbus/v5"
+
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
+// A MAC-VLAN and a MAC-VTAP are one NetworkManager type, and one device type: the
+// profile's tap and the device's Tap tell them apart.
 func init() {
-	register(&kind{typ: state.MACVLAN, connType: "macvlan", deviceType: 18,
+	register(&kind{typ: state.MACVLAN, connType: "macvlan", deviceType: 18, claims: isTap(false),
 		write: func(s settings, it state.Interface, _ profileExtras) {
-			m := state.SectionOf[*state.MACVLANConfig](it)
-			if m == nil {
-				return
-			}
-			s.set("macvlan", "parent", m.BaseIface)
-			s.set("macvlan", "mode", macvlanMode[m.Mode])
-			s.set("macvlan", "tap", false)
-			if m.Promiscuous != nil {
-				s.set("macvlan", "promiscuous", *m.Promiscuous)
-			}
+			writeMACVLAN(s, state.SectionOf[*state.MACVLANConfig](it), false)
 		},
-		read: func(it *state.Interface, r readBack) {
-			mode, _ := r.applied["macvlan"]["mode"].Value().(uint32)
-			name := ""
-			for k, v := range macvlanMode {
-				if v == mode {
-					name = k
-				}
-			}
-			it.Section = &state.MACVLANConfig{BaseIface: r.applied.str("macvlan", "parent"), Mode: name}
-		},
+		read: func(it *state.Interface, r readBack) { it.Section = readMACVLAN(r.applied) },
 	})
+	register(&kind{typ: state.MACVTAP, connType: "macvlan", deviceType: 18, claims: isTap(true),
+		write: func(s settings, it state.Interface, _ profileExtras) {
+			writeMACVLAN(s, (*state.MACVLANConfig)(state.SectionOf[*state.MACVTAPConfig](it)), true)
+		},
+		read: func(it *state.Interface, r readBack) { it.Section = (*state.MACVTAPConfig)(readMACVLAN(r.applied)) },
+	})
+}
+
+// isTap claims a device whose Tap is tap.
+func isTap(tap bool) func(ifaces map[string]map[string]dbus.Variant) bool {
+	return func(ifaces map[string]map[string]dbus.Variant) bool {
+		v, _ := ifaces[macvlanDeviceIface]["Tap"].Value().(bool)
+		return v == tap
+	}
+}
+
+const macvlanDeviceIface = "org.freedesktop.NetworkManager.Device.Macvlan"
+
+func writeMACVLAN(s settings, m *state.MACVLANConfig, tap bool) {
+	if m == nil {
+		return
+	}
+	s.set("macvlan", "parent", m.BaseIface)
+	s.set("macvlan", "mode", macvlanMode[m.Mode])
+	s.set("macvlan", "tap", tap)
+	if m.Promiscuous != nil {
+		s.set("macvlan", "promiscuous", *m.Promiscuous)
+	}
+}
+
+func readMACVLAN(a settings) *state.MACVLANConfig {
+	mode, _ := a["macvlan"]["mode"].Value().(uint32)
+	name := ""
+	for k, v := range macvlanMode {
+		if v == mode {
+			name = k
+		}
+	}
+	return &state.MACVLANConfig{BaseIface: a.str("macvlan", "parent"), Mode: name}
 }
 
 // macvlanMode is NetworkManager's number of each of nmstate's modes (NMSettingMacvlanMode).

@@ -36,6 +36,9 @@ type kind struct {
 	// device of the kind, and each of its ports, has read into the snapshot: what
 	// NetworkManager writes there it does not report failing to (a read-only /sys).
 	sysfs, portSysfs []string
+	// claims tells this kind's devices from another's of the same device type, by the
+	// device's properties; nil when the device type is the kind's alone.
+	claims func(ifaces map[string]map[string]dbus.Variant) bool
 }
 
 // readBack is what Show has read for one device: its applied profile, its ports, and
@@ -58,10 +61,11 @@ func register(k *kind) {
 	kinds[k.typ] = k
 }
 
-// typeOfDevice is the nmstate type of an NMDeviceType, "" for one not modelled.
-func typeOfDevice(nmType uint32) state.InterfaceType {
+// typeOfDevice is the nmstate type of a device of NMDeviceType nmType with the D-Bus
+// interfaces ifaces (nil: by the type alone), "" for one not modelled.
+func typeOfDevice(nmType uint32, ifaces map[string]map[string]dbus.Variant) state.InterfaceType {
 	for t, k := range kinds {
-		if k.deviceType == nmType {
+		if k.deviceType == nmType && (k.claims == nil || ifaces == nil || k.claims(ifaces)) {
 			return t
 		}
 	}

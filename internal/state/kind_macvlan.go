@@ -5,10 +5,17 @@ import (
 	"slices"
 )
 
-// MACVLAN is a MAC-VLAN: an interface with its own MAC address on a base interface.
-const MACVLAN InterfaceType = "mac-vlan"
+// MACVLAN is a MAC-VLAN: an interface with its own MAC address on a base interface;
+// MACVTAP the same with a tap device (/dev/tapN) for a VM's NIC.
+const (
+	MACVLAN InterfaceType = "mac-vlan"
+	MACVTAP InterfaceType = "mac-vtap"
+)
 
-func init() { registerSection(func() Section { return &MACVLANConfig{} }) }
+func init() {
+	registerSection(func() Section { return &MACVLANConfig{} })
+	registerSection(func() Section { return &MACVTAPConfig{} })
+}
 
 // MACVLANConfig is a MAC-VLAN's mac-vlan section.
 type MACVLANConfig struct {
@@ -37,9 +44,14 @@ func (m *MACVLANConfig) validate(_ Interface, p string, fail failFunc) {
 }
 
 func (m *MACVLANConfig) verify(add addFunc, it Interface, got Section) {
-	n := it.Key()
-	if g, _ := got.(*MACVLANConfig); g == nil || g.BaseIface != m.BaseIface || g.Mode != m.Mode {
-		add("%s.mac-vlan: %s, want %s", n, g, m)
+	g, _ := got.(*MACVLANConfig)
+	m.compare(add, it.Key()+"."+m.Key(), g)
+}
+
+// compare reports g (nil: none) against m under path.
+func (m *MACVLANConfig) compare(add addFunc, path string, g *MACVLANConfig) {
+	if g == nil || g.BaseIface != m.BaseIface || g.Mode != m.Mode {
+		add("%s: %s, want %s", path, g, m)
 	}
 }
 
@@ -48,4 +60,23 @@ func (m *MACVLANConfig) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("%s on %s", orNone(m.Mode), orNone(m.BaseIface))
+}
+
+// MACVTAPConfig is a MAC-VTAP's mac-vtap section: a MAC-VLAN's fields.
+type MACVTAPConfig MACVLANConfig
+
+func (*MACVTAPConfig) Key() string            { return "mac-vtap" }
+func (*MACVTAPConfig) Types() []InterfaceType { return []InterfaceType{MACVTAP} }
+
+func (m *MACVTAPConfig) references(ref func(RefKind, string, *string)) {
+	(*MACVLANConfig)(m).references(ref)
+}
+
+func (m *MACVTAPConfig) validate(it Interface, p string, fail failFunc) {
+	(*MACVLANConfig)(m).validate(it, p, fail)
+}
+
+func (m *MACVTAPConfig) verify(add addFunc, it Interface, got Section) {
+	g, _ := got.(*MACVTAPConfig)
+	(*MACVLANConfig)(m).compare(add, it.Key()+"."+m.Key(), (*MACVLANConfig)(g))
 }

@@ -363,6 +363,8 @@ var invalidDocs = []struct {
 	{"dns options not a list", "dns-resolver: {config: {options: rotate}}", "dns-resolver.config.options", "must be a list"},
 	{"wait-ip", "interfaces: [{name: eth1, type: ethernet, wait-ip: ipv5}]", "interfaces[0].wait-ip", `"ipv5" is not one of any, ipv4, ipv6, ipv4+ipv6`},
 	{"wait-ip on a disabled family", "interfaces: [{name: eth1, type: ethernet, wait-ip: ipv4+ipv6, ipv6: {enabled: false}}]", "interfaces[0].wait-ip", "waits for an ipv6 address while ipv6 is disabled"},
+	{"macvtap mode", "interfaces: [{name: mvt0, type: mac-vtap, mac-vtap: {base-iface: eth1, mode: everything}}]", "interfaces[0].mac-vtap.mode", "not one of"},
+	{"macvtap section on a macvlan", "interfaces: [{name: mv0, type: mac-vlan, mac-vtap: {base-iface: eth1, mode: vepa}}]", "interfaces[0].mac-vtap", "only for type mac-vtap"},
 	{"route rules running", "route-rules: {running: []}", "route-rules.running", "current state"},
 	{"vlan 802.1ad", "interfaces: [{name: v1, type: vlan, vlan: {id: 10, base-iface: eth1, protocol: 802.1ad}}]", "interfaces[0].vlan.protocol", "802.1ad is not applied yet"},
 	{"vlan protocol", "interfaces: [{name: v1, type: vlan, vlan: {id: 10, base-iface: eth1, protocol: qinq}}]", "interfaces[0].vlan.protocol", `"qinq" is not one of 802.1q, 802.1ad`},

@@ -113,7 +113,7 @@ var SupportedTypes = []InterfaceType{Ethernet, Dummy, OVSBridge, OVSInterface}
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
 var knownUnsupportedTypes = []string{"team", "ipvlan",
-	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "mac-vtap", "wireguard", "dispatch"}
+	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "wireguard", "dispatch"}
 
 // unsupportedTypeReasons say why, where there is more to say than "not supported".
 var unsupportedTypeReasons = map[string]string{

@@ -197,7 +197,7 @@ interfaces:
 		Expect(ip("link", "show", port)).To(ContainSubstring("master br0"))
 	})
 
-	It("creates a mac-vlan, a vxlan and a veth pair", func() {
+	It("creates a mac-vlan, a mac-vtap, a vxlan and a veth pair", func() {
 		applyCommit(`
 interfaces:
 - name: mv0
@@ -205,6 +205,10 @@ interfaces:
   state: up
   mac-vlan: {base-iface: eth4, mode: bridge}
   ipv4: {enabled: true, address: [{ip: 198.51.100.200, prefix-length: 24}]}
+- name: mvt0
+  type: mac-vtap
+  state: up
+  mac-vtap: {base-iface: eth4, mode: bridge}
 - name: vx100
   type: vxlan
   state: up
@@ -216,6 +220,7 @@ interfaces:
   accept-all-mac-addresses: true
 `)
 		Expect(ip("-d", "link", "show", "mv0")).To(ContainSubstring("macvlan mode bridge"))
+		Expect(ip("-d", "link", "show", "mvt0")).To(ContainSubstring("macvtap mode bridge"))
 		Expect(ip("-d", "link", "show", "vx100")).To(SatisfyAll(MatchRegexp(`vxlan id 100 remote 192.0.2.250 dev eth1`), ContainSubstring("nolearning")))
 		Expect(ip("link", "show", "vpeer0")).To(SatisfyAll(ContainSubstring("vpeer1"), ContainSubstring("PROMISC")))
 	})
