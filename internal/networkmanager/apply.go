@@ -681,7 +681,7 @@ func (c *Client) kernelDevice(ctx context.Context, name string) (dbus.ObjectPath
 		return "", err
 	}
 	var typ uint32
-	if err := c.prop(dev, nmdbus.DeviceIface, "DeviceType", &typ); err != nil || !ovsOnly(typeOfDevice(typ, nil)) {
+	if err := c.prop(dev, nmdbus.DeviceIface, "DeviceType", &typ); err != nil || !ovsOnly(typeOfDevice(typ)) {
 		return dev, err
 	}
 	var all []dbus.ObjectPath
@@ -691,7 +691,7 @@ func (c *Client) kernelDevice(ctx context.Context, name string) (dbus.ObjectPath
 	for _, d := range all {
 		var iface string
 		if c.prop(d, nmdbus.DeviceIface, "Interface", &iface) == nil && iface == name &&
-			c.prop(d, nmdbus.DeviceIface, "DeviceType", &typ) == nil && !ovsOnly(typeOfDevice(typ, nil)) {
+			c.prop(d, nmdbus.DeviceIface, "DeviceType", &typ) == nil && !ovsOnly(typeOfDevice(typ)) {
 			return d, nil
 		}
 	}

@@ -58,12 +58,16 @@ func TestMACVLANModesMapped(t *testing.T) {
 // to write it with, a device type to read it back as and, for a kind with a section, the
 // writing and reading of it. A kind added to the schema alone fails here.
 func TestEveryKindHasItsParts(t *testing.T) {
-	byDevice := map[uint32]state.InterfaceType{}
+	unclaimed := map[uint32][]state.InterfaceType{} // the kinds a device type falls to
 	for typ, k := range kinds {
-		if prev, dup := byDevice[k.deviceType]; dup && (k.claims == nil || kinds[prev].claims == nil) {
-			t.Errorf("%s and %s have the same device type %d, and not both tell their devices apart", prev, typ, k.deviceType)
+		if k.claims == nil {
+			unclaimed[k.deviceType] = append(unclaimed[k.deviceType], typ)
 		}
-		byDevice[k.deviceType] = typ
+	}
+	for typ, k := range kinds {
+		if n := len(unclaimed[k.deviceType]); n != 1 {
+			t.Errorf("%s: device type %d falls to %d kinds without claims, want 1: %v", typ, k.deviceType, n, unclaimed[k.deviceType])
+		}
 	}
 	for _, typ := range state.SupportedTypes {
 		k := kinds[typ]

@@ -1,37 +1,26 @@
 package networkmanager
 
 import (
-	"github.com/godbus/dbus/v5"
-
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 // A MAC-VLAN and a MAC-VTAP are one NetworkManager type, and one device type: the
-// profile's tap and the device's Tap tell them apart.
+// profile's tap tells them apart.
 func init() {
-	register(&kind{typ: state.MACVLAN, connType: "macvlan", deviceType: 18, claims: isTap(false),
+	register(&kind{typ: state.MACVLAN, connType: "macvlan", deviceType: 18,
 		write: func(s settings, it state.Interface, _ profileExtras) {
 			writeMACVLAN(s, state.SectionOf[*state.MACVLANConfig](it), false)
 		},
 		read: func(it *state.Interface, r readBack) { it.Section = readMACVLAN(r.applied) },
 	})
-	register(&kind{typ: state.MACVTAP, connType: "macvlan", deviceType: 18, claims: isTap(true),
+	register(&kind{typ: state.MACVTAP, connType: "macvlan", deviceType: 18,
+		claims: func(a settings) bool { tap, _ := a["macvlan"]["tap"].Value().(bool); return tap },
 		write: func(s settings, it state.Interface, _ profileExtras) {
 			writeMACVLAN(s, (*state.MACVLANConfig)(state.SectionOf[*state.MACVTAPConfig](it)), true)
 		},
 		read: func(it *state.Interface, r readBack) { it.Section = (*state.MACVTAPConfig)(readMACVLAN(r.applied)) },
 	})
 }
-
-// isTap claims a device whose Tap is tap.
-func isTap(tap bool) func(ifaces map[string]map[string]dbus.Variant) bool {
-	return func(ifaces map[string]map[string]dbus.Variant) bool {
-		v, _ := ifaces[macvlanDeviceIface]["Tap"].Value().(bool)
-		return v == tap
-	}
-}
-
-const macvlanDeviceIface = "org.freedesktop.NetworkManager.Device.Macvlan"
 
 func writeMACVLAN(s settings, m *state.MACVLANConfig, tap bool) {
 	if m == nil {

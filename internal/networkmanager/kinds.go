@@ -36,9 +36,10 @@ type kind struct {
 	// device of the kind, and each of its ports, has read into the snapshot: what
 	// NetworkManager writes there it does not report failing to (a read-only /sys).
 	sysfs, portSysfs []string
-	// claims tells this kind's devices from another's of the same device type, by the
-	// device's properties; nil when the device type is the kind's alone.
-	claims func(ifaces map[string]map[string]dbus.Variant) bool
+	// claims tells this kind's devices from another's of the same device type by the
+	// profile applied to them; nil when the device type is the kind's alone. A device with
+	// no profile applied is the type's first kind.
+	claims func(applied settings) bool
 }
 
 // readBack is what Show has read for one device: its applied profile, its ports, and
@@ -61,15 +62,30 @@ func register(k *kind) {
 	kinds[k.typ] = k
 }
 
-// typeOfDevice is the nmstate type of a device of NMDeviceType nmType with the D-Bus
-// interfaces ifaces (nil: by the type alone), "" for one not modelled.
-func typeOfDevice(nmType uint32, ifaces map[string]map[string]dbus.Variant) state.InterfaceType {
+// typeOfDevice is the nmstate type of a device of NMDeviceType nmType, "" for one not
+// modelled: of several kinds sharing the device type, the one that claims none.
+func typeOfDevice(nmType uint32) state.InterfaceType {
 	for t, k := range kinds {
-		if k.deviceType == nmType && (k.claims == nil || ifaces == nil || k.claims(ifaces)) {
+		if k.deviceType == nmType && k.claims == nil {
 			return t
 		}
 	}
 	return ""
+}
+
+// typeOfApplied is the type of a device of type t whose applied profile a, if another
+// kind of its device type claims it (a MAC-VTAP is a MAC-VLAN device); t otherwise.
+func typeOfApplied(t state.InterfaceType, a settings) state.InterfaceType {
+	k := kinds[t]
+	if k == nil || a == nil {
+		return t
+	}
+	for other, ok := range kinds {
+		if ok.deviceType == k.deviceType && ok.claims != nil && ok.claims(a) {
+			return other
+		}
+	}
+	return t
 }
 
 // emptySection makes sure s has section sec, as NetworkManager requires of some types

@@ -84,7 +84,7 @@ func (o objects) devices() []device {
 		d.nmType, _ = props["DeviceType"].Value().(uint32)
 		d.state, _ = props["State"].Value().(uint32)
 		d.active, _ = props["ActiveConnection"].Value().(dbus.ObjectPath)
-		d.typ = typeOfDevice(d.nmType, ifaces)
+		d.typ = typeOfDevice(d.nmType)
 		d.key = state.Interface{Name: d.name, Type: d.typ}.Key()
 		d.real, _ = props["Real"].Value().(bool)
 		d.mac, _ = props["HwAddress"].Value().(string)
@@ -228,6 +228,7 @@ func (snap Snapshot) State() state.State {
 			it.Ethernet = &state.EthernetConfig{SRIOV: vfs}
 		}
 		a := applied[d.key]
+		it.Type = typeOfApplied(it.Type, a)
 		objs.readIP(&it, props, a, routes, &static)
 		if a != nil {
 			it.WaitIP = waitIP(a)

@@ -21,7 +21,6 @@ var translated = map[string][]string{
 	nmdbus.IP4Iface:    {"AddressData", "RouteData"},
 	nmdbus.IP6Iface:    {"AddressData", "RouteData"},
 	nmdbus.DNSIface:    {"Configuration"},
-	macvlanDeviceIface: {"Tap"},
 }
 
 type variantJSON [2]string // signature, text
