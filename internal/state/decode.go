@@ -354,12 +354,11 @@ func (d *decoder) value(path string, v any, dst reflect.Value, s *fieldSpec) boo
 		dst.SetString(str)
 		return true
 	case reflect.Bool:
-		b, ok := v.(bool)
-		if !ok {
-			d.fail(path, "must be true or false, got %s", describe(v))
+		b := d.boolean(path, v)
+		if b == nil {
 			return false
 		}
-		dst.SetBool(b)
+		dst.SetBool(*b)
 		return true
 	case reflect.Int:
 		var n *int

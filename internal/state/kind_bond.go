@@ -31,11 +31,7 @@ type BondConfig struct {
 func (*BondConfig) Key() string            { return "link-aggregation" }
 func (*BondConfig) Types() []InterfaceType { return []InterfaceType{Bond} }
 
-func (b *BondConfig) references(ref func(RefKind, string, *string)) {
-	for i := range b.Port {
-		ref(RefPort, index("port", i), &b.Port[i])
-	}
-}
+func (b *BondConfig) references(ref func(RefKind, string, *string)) { portRefs(ref, b.Port) }
 
 func (b *BondConfig) validate(_ Interface, p string, fail failFunc) {
 	if b.Mode != "" && !slices.Contains(BondModes, b.Mode) {

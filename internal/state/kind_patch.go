@@ -15,11 +15,7 @@ func (*OVSPatch) Types() []InterfaceType { return []InterfaceType{OVSInterface} 
 func (*OVSPatch) references(func(RefKind, string, *string)) {}
 
 func (pt *OVSPatch) validate(it Interface, p string, fail failFunc) {
-	if e := checkIfname(pt.Peer); e != "" {
-		fail(join(p, "peer"), "%q %s", pt.Peer, e)
-	} else if pt.Peer == it.Name {
-		fail(join(p, "peer"), "a patch port cannot peer with itself")
-	}
+	checkOther(fail, join(p, "peer"), pt.Peer, it.Name, "a patch port cannot peer with itself")
 }
 
 func (pt *OVSPatch) verify(add addFunc, it Interface, got Section) {

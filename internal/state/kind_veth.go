@@ -17,11 +17,7 @@ func (*VethConfig) Types() []InterfaceType { return []InterfaceType{Veth} }
 func (*VethConfig) references(func(RefKind, string, *string)) {}
 
 func (v *VethConfig) validate(it Interface, p string, fail failFunc) {
-	if e := checkIfname(v.Peer); e != "" {
-		fail(join(p, "peer"), "%q %s", v.Peer, e)
-	} else if v.Peer == it.Name {
-		fail(join(p, "peer"), "a veth cannot peer with itself")
-	}
+	checkOther(fail, join(p, "peer"), v.Peer, it.Name, "a veth cannot peer with itself")
 }
 
 // verify: the peer is what the kernel created the pair with; nothing to compare.

@@ -34,11 +34,7 @@ func (v *VLANConfig) references(ref func(RefKind, string, *string)) {
 }
 
 func (v *VLANConfig) validate(it Interface, p string, fail failFunc) {
-	if e := checkIfname(v.BaseIface); e != "" {
-		fail(join(p, "base-iface"), "%q %s", v.BaseIface, e)
-	} else if v.BaseIface == it.Name {
-		fail(join(p, "base-iface"), "a VLAN cannot sit on itself")
-	}
+	checkOther(fail, join(p, "base-iface"), v.BaseIface, it.Name, "a VLAN cannot sit on itself")
 }
 
 func (v *VLANConfig) verify(add addFunc, it Interface, got Section) {

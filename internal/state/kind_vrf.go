@@ -14,11 +14,7 @@ type VRFConfig struct {
 func (*VRFConfig) Key() string            { return "vrf" }
 func (*VRFConfig) Types() []InterfaceType { return []InterfaceType{VRF} }
 
-func (v *VRFConfig) references(ref func(RefKind, string, *string)) {
-	for i := range v.Port {
-		ref(RefPort, index("port", i), &v.Port[i])
-	}
-}
+func (v *VRFConfig) references(ref func(RefKind, string, *string)) { portRefs(ref, v.Port) }
 
 func (v *VRFConfig) validate(_ Interface, p string, fail failFunc) {
 	switch v.RouteTableID {

@@ -87,3 +87,10 @@ func portField(it Interface) string {
 	}
 	return join(it.Section.Key(), "port")
 }
+
+// portRefs walks a controller's list of port names.
+func portRefs(ref func(RefKind, string, *string), ports []string) {
+	for i := range ports {
+		ref(RefPort, index("port", i), &ports[i])
+	}
+}

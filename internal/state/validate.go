@@ -303,6 +303,16 @@ func parseRulePrefix(s string) (netip.Prefix, error) {
 	return pfx.Masked(), nil
 }
 
+// checkOther checks a field naming another interface than self: a name the kernel
+// takes, and not self's (itself says why).
+func checkOther(fail failFunc, path, name, self, itself string) {
+	if e := checkIfname(name); e != "" {
+		fail(path, "%q %s", name, e)
+	} else if name == self {
+		fail(path, "%s", itself)
+	}
+}
+
 func checkPorts(path string, ports []string, fail func(string, string, ...any)) {
 	seen := map[string]bool{}
 	for i, port := range ports {
