@@ -138,6 +138,11 @@ type NodeNetworkStateStatus struct {
 	// release and its backend.
 	// +optional
 	HandlerNmstateVersion string `json:"handlerNmstateVersion,omitempty"`
+	// HostNetworkManagerCapabilities are what the node's NetworkManager can apply that not
+	// every release can: the capabilities some fields need (bond-port-priority), and its
+	// plugins (ovs). A policy that needs one the node lacks is refused on it, naming it.
+	// +optional
+	HostNetworkManagerCapabilities []string `json:"hostNetworkManagerCapabilities,omitempty"`
 	// Conditions: Available while the handler reads the node's state, Failing (with why)
 	// when it cannot; currentState is then the last state read.
 	// +optional

@@ -326,6 +326,11 @@ func (in *NodeNetworkStateStatus) DeepCopyInto(out *NodeNetworkStateStatus) {
 	*out = *in
 	in.CurrentState.DeepCopyInto(&out.CurrentState)
 	in.LastSuccessfulUpdateTime.DeepCopyInto(&out.LastSuccessfulUpdateTime)
+	if in.HostNetworkManagerCapabilities != nil {
+		in, out := &in.HostNetworkManagerCapabilities, &out.HostNetworkManagerCapabilities
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -163,6 +163,10 @@ func run(o options) error {
 	if err := mgr.Add(&node.Reporter{
 		Client: mgr.GetClient(), NodeName: nodeName, Show: h.Backend.Show, Changes: changes, Urgent: overlayChanged,
 		NMVersion: nm.Version, Backend: h.Backend.Name(),
+		NMCapabilities: func() ([]string, error) {
+			caps, err := nm.Capabilities()
+			return caps.Names(), err
+		},
 		EngineVersion: version.Engine(h.Backend.Name()), Cache: mgr.GetCache(),
 		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
 		Drift:   h.Drifted,

@@ -106,7 +106,7 @@ func readPolicies(file string) ([]*unstructured.Unstructured, error) {
 	}
 	for i, d := range docs {
 		where := fmt.Sprintf("document %d (%s %s)", i+1, d.GetKind(), d.GetName()) // counted from 1, as editors number them
-		if err := checkPolicy(d); err != nil {
+		if _, err := checkPolicy(d); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 	}
@@ -122,17 +122,17 @@ func isPolicy(d *unstructured.Unstructured) bool {
 // v1 or v1beta1 NodeNetworkConfigurationPolicy whose name can label its enactments, and
 // whose desiredState the engine parses. Field errors (field.Errors) name the policy's
 // fields (spec.desiredState...).
-func checkPolicy(d *unstructured.Unstructured) error {
+func checkPolicy(d *unstructured.Unstructured) ([]state.Need, error) {
 	if v := d.GroupVersionKind().Version; !isPolicy(d) || (v != "v1" && v != "v1beta1") {
-		return fmt.Errorf("apiVersion/kind: want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not %s %s", d.GetAPIVersion(), d.GetKind())
+		return nil, fmt.Errorf("apiVersion/kind: want nmstate.io/v1 (or v1beta1) NodeNetworkConfigurationPolicy, not %s %s", d.GetAPIVersion(), d.GetKind())
 	}
 	// An object name the API server takes, and a label value: its enactments carry it in
 	// nmstate.io/policy (as the admission policy nmoverlay-policy-checks checks).
 	if len(validation.IsDNS1123Subdomain(d.GetName())) > 0 || len(validation.IsValidLabelValue(d.GetName())) > 0 {
-		return errors.New("metadata.name: must be a label value (at most 63 characters of a-z, 0-9, '-' and '.'): its enactments are labelled with it")
+		return nil, errors.New("metadata.name: must be a label value (at most 63 characters of a-z, 0-9, '-' and '.'): its enactments are labelled with it")
 	}
 	if d.GetNamespace() != "" {
-		return errors.New("metadata.namespace: policies are cluster-scoped")
+		return nil, errors.New("metadata.namespace: policies are cluster-scoped")
 	}
 	var spec struct {
 		Capture      map[string]string `json:"capture"`
@@ -140,7 +140,7 @@ func checkPolicy(d *unstructured.Unstructured) error {
 	}
 	raw, _ := json.Marshal(d.Object["spec"])
 	if err := json.Unmarshal(raw, &spec); err != nil {
-		return fmt.Errorf("spec: %w", err)
+		return nil, fmt.Errorf("spec: %w", err)
 	}
 	if string(spec.DesiredState) == "null" {
 		spec.DesiredState = nil
@@ -151,8 +151,9 @@ func checkPolicy(d *unstructured.Unstructured) error {
 // checkDesired parses a policy's captures and desired state as the handler will, without
 // the node: capture syntax and order, and each reference's syntax and capture are
 // checked; what a reference stands for is unknown until a node evaluates it, so the
-// desired state is parsed without those values and nothing is said about them.
-func checkDesired(captures map[string]string, desired []byte) error {
+// desired state is parsed without those values and nothing is said about them. Valid, it
+// says which of its fields need a capability not every node has (their paths the policy's).
+func checkDesired(captures map[string]string, desired []byte) ([]state.Need, error) {
 	var errs field.Errors
 	if _, cerrs := nmpolicy.ParseAll(captures); cerrs != nil {
 		errs = append(errs, cerrs...)
@@ -161,7 +162,7 @@ func checkDesired(captures map[string]string, desired []byte) error {
 	if bytes.Contains(desired, []byte("{{")) || bytes.Contains(desired, []byte("}}")) {
 		tree, err := nmpolicy.DecodeDocument(desired)
 		if err != nil {
-			return field.Errors{{Path: "spec.desiredState", Reason: "not valid YAML: " + err.Error()}}
+			return nil, field.Errors{{Path: "spec.desiredState", Reason: "not valid YAML: " + err.Error()}}
 		}
 		if _, rerrs := nmpolicy.Check(tree, captures); rerrs != nil {
 			errs = append(errs, rerrs.Within("desiredState.")...)
@@ -169,11 +170,11 @@ func checkDesired(captures map[string]string, desired []byte) error {
 		var stubs any
 		if stubs, stubbed = nmpolicy.Stub(tree); len(stubbed) > 0 {
 			if desired, err = json.Marshal(stubs); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	_, err := state.Parse(desired)
+	_, needs, err := state.ParseNeeds(desired)
 	var perrs field.Errors
 	if errors.As(err, &perrs) {
 		for _, e := range perrs {
@@ -182,10 +183,13 @@ func checkDesired(captures map[string]string, desired []byte) error {
 			}
 		}
 	} else if err != nil {
-		return err
+		return nil, err
 	}
 	if len(errs) == 0 {
-		return nil
+		for i := range needs {
+			needs[i].Path = "spec.desiredState." + needs[i].Path
+		}
+		return needs, nil
 	}
 	// The engine names fields within the desiredState; here they are the policy's.
 	for _, e := range errs {
@@ -196,7 +200,7 @@ func checkDesired(captures map[string]string, desired []byte) error {
 			e.Path = "spec.desiredState." + e.Path
 		}
 	}
-	return errs
+	return nil, errs
 }
 
 // writeInstallManifests writes files under dir, each atomically, once all are rendered.

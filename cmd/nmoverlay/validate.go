@@ -14,13 +14,16 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 
 	"github.com/nmoverlay/nmoverlay/api/field"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 )
 
 const validateAbout = `Checks NodeNetworkConfigurationPolicy manifests offline with the handler's own parser,
 as an administrator's CI does before oc apply. Each FILE may hold several YAML documents;
 a DIR is read recursively (*.yaml, *.yml, *.json). Documents of other kinds are skipped.
-Every error is printed with its file, document, policy and field path. Exit status: 0
-when every policy is valid, 1 when any is not (or none was found), 2 on bad usage.`
+Every error is printed with its file, document, policy and field path. A field that only
+some NetworkManager releases apply is noted with those releases: a node whose
+NetworkManager is older refuses the policy. Exit status: 0 when every policy is valid, 1
+when any is not (or none was found), 2 on bad usage.`
 
 // manifestExts are the files validate reads in a directory.
 var manifestExts = []string{".yaml", ".yml", ".json"}
@@ -58,10 +61,13 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	policies := 0
 	for _, file := range files {
-		n, lines := validateFile(file)
+		n, lines, notes := validateFile(file)
 		policies += n
 		for _, l := range lines {
 			report("%s", l)
+		}
+		for _, l := range notes {
+			fmt.Fprintln(stdout, l)
 		}
 	}
 	switch {
@@ -99,28 +105,30 @@ func manifestFiles(path string) ([]string, error) {
 }
 
 // validateFile checks every policy in file: how many it holds, and one line per problem
-// ("file: document 2 (policy br-ex): spec.desiredState.interfaces[0].mtu: ...").
-func validateFile(file string) (int, []string) {
+// ("file: document 2 (policy br-ex): spec.desiredState.interfaces[0].mtu: ..."), and one
+// note per field that only some nodes apply.
+func validateFile(file string) (policies int, lines, notes []string) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return 0, []string{fmt.Sprintf("%s: %v", file, err)}
+		return 0, []string{fmt.Sprintf("%s: %v", file, err)}, nil
 	}
 	docs, err := deploy.Decode(b)
 	if err != nil {
-		return 0, []string{fmt.Sprintf("%s: %v", file, err)}
+		return 0, []string{fmt.Sprintf("%s: %v", file, err)}, nil
 	}
-	policies := 0
-	var lines []string
 	for i, d := range docs {
 		if !isPolicy(d) {
 			continue
 		}
 		policies++
 		where := fmt.Sprintf("%s: document %d (policy %s)", file, i+1, d.GetName())
-		err := checkPolicy(d)
+		needs, err := checkPolicy(d)
 		var errs field.Errors
 		switch {
 		case err == nil:
+			for _, n := range needs {
+				notes = append(notes, fmt.Sprintf("%s: %s: needs %s: %s", where, n.Path, n.Capability, networkmanager.Supports(n.Capability)))
+			}
 		case errors.As(err, &errs):
 			for _, e := range errs {
 				lines = append(lines, where+": "+e.Error())
@@ -129,5 +137,5 @@ func validateFile(file string) (int, []string) {
 			lines = append(lines, where+": "+err.Error())
 		}
 	}
-	return policies, lines
+	return policies, lines, notes
 }

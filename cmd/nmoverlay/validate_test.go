@@ -101,6 +101,22 @@ spec:
 `
 )
 
+// bondPriority needs a NetworkManager later than some nodes run.
+const bondPriority = `apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata:
+  name: bond-priority
+spec:
+  desiredState:
+    interfaces:
+    - name: bond0
+      type: bond
+      link-aggregation:
+        mode: active-backup
+        port: [eth1, eth2]
+        ports-config: [{name: eth1, priority: 10, queue-id: 1}, {name: eth2, queue-id: 2}]
+`
+
 func TestValidate(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		"good/localnet.yaml":   validLocalnet,
@@ -108,6 +124,7 @@ func TestValidate(t *testing.T) {
 		"good/capture.yaml":    validCapture,
 		"bad/capture.yaml":     brokenCapture,
 		"mixed/policies.yml":   twoPolicies,
+		"later/bond.yaml":      bondPriority,
 		"other/configmap.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}`,
 	})
 	for _, tc := range []struct {
@@ -131,6 +148,9 @@ func TestValidate(t *testing.T) {
 			filepath.Join(dir, "mixed", "policies.yml") + ": document 3 (policy broken): spec.desiredState.interfaces[1].ipv4.enabled: must be true or false",
 			"2 problem(s) in 3 file(s), 4 policies read",
 		}},
+		{"a field only later NetworkManagers apply is valid, and noted with them", []string{filepath.Join(dir, "later")}, exitOK,
+			"document 1 (policy bond-priority): spec.desiredState.interfaces[0].link-aggregation.ports-config[0].priority: " +
+				"needs bond-port-priority: NetworkManager 1.44 and later apply it\n1 policies in 1 file(s): valid", nil},
 		{"no policy at all", []string{filepath.Join(dir, "other")}, exitError, "", []string{"no NodeNetworkConfigurationPolicy in 1 file(s)"}},
 		{"a missing path", []string{filepath.Join(dir, "nosuch")}, exitError, "", []string{"no such file or directory"}},
 		{"nothing named", nil, exitUsage, "", []string{"name at least one file or directory"}},

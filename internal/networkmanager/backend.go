@@ -69,8 +69,23 @@ func (e Backend) Apply(ctx context.Context, d backend.Desired) (backend.Transact
 	return &mappingsTx{Transaction: tx, db: db, prev: prev.Owned}, nil
 }
 
-// Check: nmstate's schema is checked whole by Parse.
-func (Backend) Check(context.Context, string, []byte) error { return nil }
+// Check refuses a policy that gives what the node's NetworkManager cannot apply (a setting
+// of a later release), naming the field and the releases that can. The rest of nmstate's
+// schema is checked whole by Parse.
+func (e Backend) Check(_ context.Context, _ string, desired []byte) error {
+	_, needs, err := state.ParseNeeds(desired)
+	if err != nil || len(needs) == 0 {
+		return nil // Parse reports its own errors
+	}
+	caps, err := e.Client.Capabilities()
+	if err != nil {
+		return err
+	}
+	if errs := caps.Lacks(needs); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
 
 // Show is the node's network with OVN's bridge mappings.
 func (e Backend) Show(ctx context.Context) (state.State, error) {

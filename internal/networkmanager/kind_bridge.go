@@ -14,7 +14,7 @@ func init() {
 			setBridgeSection(s, state.SectionOf[*state.BridgeConfig](it))
 			s.set("connection", "autoconnect-slaves", int32(1))
 		},
-		bridgePort: func(it state.Interface, port string) *state.BridgePort {
+		portEntry: func(it state.Interface, port string) any {
 			b := state.SectionOf[*state.BridgeConfig](it)
 			for i := range b.Port {
 				if b.Port[i].Name == port {
@@ -23,6 +23,11 @@ func init() {
 			}
 			return nil
 		},
+		writePort: func(s settings, entry any) {
+			bp, _ := entry.(*state.BridgePort)
+			setBridgePort(s, bp)
+		},
+		portSection: "bridge-port",
 		// The options and the ports' spanning tree are read from the kernel: NetworkManager
 		// writes the ports' through sysfs, and a write that fails there (a read-only /sys)
 		// fails nothing it reports.

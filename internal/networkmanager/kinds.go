@@ -25,11 +25,15 @@ type kind struct {
 	write func(s settings, it state.Interface, p profileExtras)
 	// portType is NetworkManager's slave-type of the kind's ports, for a controller whose
 	// ports its profile names (its ports are the references state walks); portsKeepIP:
-	// they keep an IP configuration of their own; bridgePort, a Linux bridge's entry for
-	// the port (its VLANs, its spanning tree), which the port's profile says.
+	// they keep an IP configuration of their own.
 	portType    string
 	portsKeepIP bool
-	bridgePort  func(it state.Interface, port string) *state.BridgePort
+	// portEntry is the controller's entry for one port (a Linux bridge's VLANs and
+	// spanning tree, a bond's queue and priority), nil when it gives none; writePort
+	// writes it, or its absence, into the port's profile, in the kind's portSection.
+	portEntry   func(it state.Interface, port string) any
+	writePort   func(s settings, entry any)
+	portSection string
 	// read fills it's section from what its device's profile and the kernel say.
 	read func(it *state.Interface, r readBack)
 	// sysfs and portSysfs are the kernel's attributes (under /sys/class/net/<name>/) a

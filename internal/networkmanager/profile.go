@@ -20,8 +20,9 @@ type portOf struct {
 	// controller is the controller's interface name, or for OVS its profile's UUID.
 	controller string
 	kind       string // NetworkManager's slave-type: bond, bridge, ovs-port...
-	// bridgePort is a Linux bridge port's entry in its bridge: its VLANs and spanning tree.
-	bridgePort *state.BridgePort
+	// entry is the controller's entry for the port (kind.portEntry); write writes it.
+	entry any
+	write func(s settings, entry any)
 	// keepsIP: the port has an IP configuration of its own (a layer-3 controller's port,
 	// an OVS interface); a bond's or bridge's port has none.
 	keepsIP bool
@@ -187,10 +188,13 @@ func setController(s settings, port *portOf) {
 	}
 	s.set("connection", "master", port.controller)
 	s.set("connection", "slave-type", port.kind)
-	if port.kind == "bridge" {
-		setBridgePort(s, port.bridgePort)
-	} else {
-		delete(s, "bridge-port")
+	for _, k := range kinds {
+		if k.portSection != "" && k.portType != port.kind {
+			delete(s, k.portSection) // the entry of a controller it was a port of before
+		}
+	}
+	if port.write != nil {
+		port.write(s, port.entry)
 	}
 }
 
@@ -221,8 +225,12 @@ func inputDigest(it state.Interface, typ state.InterfaceType, baseUUID string, p
 	}
 	if p.port != nil {
 		in.Port = &portInput{Controller: p.port.controller, Kind: p.port.kind}
-		if bp := p.port.bridgePort; bp != nil {
-			in.Port.VLAN, in.Port.HairpinMode, in.Port.PathCost, in.Port.Priority = bp.VLAN, bp.STPHairpinMode, bp.STPPathCost, bp.STPPriority
+		switch e := p.port.entry.(type) {
+		case *state.BridgePort:
+			in.Port.VLAN, in.Port.HairpinMode, in.Port.PathCost, in.Port.Priority = e.VLAN, e.STPHairpinMode, e.STPPathCost, e.STPPriority
+		case nil:
+		default:
+			in.Port.Entry = e
 		}
 	}
 	in.OVSVLAN, in.OVSBond, in.Rules = p.ovsVLAN, p.ovsBond, p.rules
@@ -248,6 +256,8 @@ type portInput struct {
 	HairpinMode *bool `json:",omitempty"`
 	PathCost    *int  `json:",omitempty"`
 	Priority    *int  `json:",omitempty"`
+	// Entry is another controller's entry for the port (a bond's).
+	Entry any `json:",omitempty"`
 }
 
 // setIP writes one family's section. c nil keeps what base had; a profile without the

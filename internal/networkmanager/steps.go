@@ -86,9 +86,9 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 					continue
 				}
 				p := pl.perIface[ref.Name]
-				p.port = &portOf{controller: it.Name, kind: k.portType, keepsIP: k.portsKeepIP}
-				if k.bridgePort != nil {
-					p.port.bridgePort = k.bridgePort(it, ref.Name)
+				p.port = &portOf{controller: it.Name, kind: k.portType, keepsIP: k.portsKeepIP, write: k.writePort}
+				if k.portEntry != nil {
+					p.port.entry = k.portEntry(it, ref.Name)
 				}
 				pl.perIface[ref.Name] = p
 			}

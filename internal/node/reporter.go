@@ -40,6 +40,9 @@ type Reporter struct {
 	// quiet. Nil for none.
 	Urgent    <-chan struct{}
 	NMVersion func() (string, error)
+	// NMCapabilities are what the node's NetworkManager can apply that not every release
+	// can, and its plugins; nil when unknown.
+	NMCapabilities func() ([]string, error)
 	// EngineVersion is the NodeNetworkState's handlerNmstateVersion (version.Engine).
 	EngineVersion string
 	// Cache, when set, brings the NodeNetworkState back at once when someone deletes it
@@ -208,6 +211,9 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 		// The handler applies through the node's own NetworkManager.
 		status.HostNetworkManagerVersion, _ = r.NMVersion()
 		status.HandlerNetworkManagerVersion = status.HostNetworkManagerVersion
+	}
+	if r.NMCapabilities != nil {
+		status.HostNetworkManagerCapabilities, _ = r.NMCapabilities()
 	}
 	if r.Overlay != nil {
 		if status.Overlay, err = r.Overlay(); err != nil {

@@ -30,6 +30,7 @@ import (
 //	via=FORMAT          an integer nmstate also takes as text: hex32 or pkey
 //	ignored             accepted and dropped: what a node reports and nmstate ignores
 //	                    when it applies (a state copied from a NodeNetworkState)
+//	needs=CAPABILITY    the key, given, needs a capability not every node has
 //
 // A `refused:"REASON"` tag marks a key nmstate has and nmoverlay does not apply: on a
 // blank field for a key nmoverlay does not model (`_ struct{} key:"fec" refused:"..."`),
@@ -67,7 +68,8 @@ type typeFacet interface {
 }
 
 type decoder struct {
-	errs field.Errors
+	errs  field.Errors
+	needs []Need
 	// typ is the type of the interface being read; keys the section keys from the top.
 	typ  InterfaceType
 	keys []string
@@ -95,6 +97,7 @@ type fieldSpec struct {
 	only       string
 	under      string
 	via        string
+	needs      Capability
 }
 
 var specCache sync.Map // reflect.Type -> []fieldSpec
@@ -137,6 +140,11 @@ func specsOf(t reflect.Type) []fieldSpec {
 				s.under = v
 			case k == "via":
 				s.via = v
+			case k == "needs":
+				if !slices.Contains(Capabilities, Capability(v)) {
+					panic(fmt.Sprintf("state: %s.%s: needs unknown capability %q", t.Name(), f.Name, v))
+				}
+				s.needs = Capability(v)
 			case k == "range" || strings.HasPrefix(k, "range@"):
 				if s.ranges == nil {
 					s.ranges = map[string][2]int64{}
@@ -289,7 +297,9 @@ func (d *decoder) structure(path string, v any, dst reflect.Value) bool {
 				target = reflect.New(target.Type()).Elem()
 			}
 			d.keys = append(d.keys, key)
-			d.value(child(path, key), val, target, s)
+			if d.value(child(path, key), val, target, s) && s.needs != "" {
+				d.needs = append(d.needs, Need{Path: child(path, key), Capability: s.needs})
+			}
 			d.keys = d.keys[:len(d.keys)-1]
 		}
 	}

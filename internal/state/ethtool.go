@@ -14,7 +14,7 @@ import (
 // names (ethtool -k), the ring sizes (-g), the interrupt coalescing (-c) and the pause
 // frames (-a), each by nmstate's names.
 type EthtoolConfig struct {
-	_ struct{} `key:"fec" refused:"NetworkManager 1.42 has no FEC setting"`
+	_ struct{} `key:"fec" refused:"not applied yet (NetworkManager 1.52 and later have ethtool.fec)"`
 	_ struct{} `key:"channels" refused:"not applied yet"`
 	_ struct{} `key:"msglvl" refused:"not applied yet"`
 

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 )
@@ -21,11 +22,31 @@ var BondModes = []BondMode{"balance-rr", "active-backup", "balance-xor", "broadc
 
 // BondConfig is a bond's link-aggregation section.
 type BondConfig struct {
-	_ struct{} `key:"ports-config" refused:"not applied yet"`
-
 	Mode    BondMode    `json:"mode,omitempty" nmstate:"required"`
 	Options BondOptions `json:"options,omitempty"`
 	Port    []string    `json:"port" nmstate:"alias=ports,nonnil"`
+	// PortsConfig is what the bond sets on some of its ports.
+	PortsConfig []BondPort `json:"ports-config,omitempty"`
+}
+
+// BondPort is a bond's settings for one of its ports.
+type BondPort struct {
+	Name string `json:"name" nmstate:"required"`
+	// Priority orders the ports for becoming active (active-backup, balance-tlb and
+	// balance-alb): the highest first.
+	Priority *int `json:"priority,omitempty" nmstate:"range=-2147483648..2147483647,needs=bond-port-priority"`
+	// QueueID is the transmit queue the port's traffic goes out by (0: none).
+	QueueID *int `json:"queue-id,omitempty" nmstate:"range=0..65535"`
+}
+
+// PortConfig is the bond's settings for port, nil when it gives none.
+func (b *BondConfig) PortConfig(port string) *BondPort {
+	for i := range b.PortsConfig {
+		if b.PortsConfig[i].Name == port {
+			return &b.PortsConfig[i]
+		}
+	}
+	return nil
 }
 
 func (*BondConfig) Key() string            { return "link-aggregation" }
@@ -43,6 +64,17 @@ func (b *BondConfig) validate(_ Interface, p string, fail failFunc) {
 		}
 	}
 	checkPorts(join(p, "port"), b.Port, fail)
+	seen := map[string]bool{}
+	for i, pc := range b.PortsConfig {
+		path := index(join(p, "ports-config"), i)
+		switch {
+		case seen[pc.Name]:
+			fail(join(path, "name"), "%q is configured twice", pc.Name)
+		case !slices.Contains(b.Port, pc.Name):
+			fail(join(path, "name"), "%q is not one of the bond's ports %v", pc.Name, b.Port)
+		}
+		seen[pc.Name] = true
+	}
 }
 
 // verify compares the mode and options the policy sets, and the ports. A missing section
@@ -62,4 +94,13 @@ func (b *BondConfig) verify(add addFunc, it Interface, got Section) {
 		}
 	}
 	verifyPorts(add, n+".link-aggregation.port", b.Port, g.Port)
+	for _, want := range b.PortsConfig {
+		have := g.PortConfig(want.Name)
+		if have == nil {
+			have = &BondPort{}
+		}
+		path := fmt.Sprintf("%s.link-aggregation.ports-config[%s]", n, want.Name)
+		verifyField(add, path+".priority", want.Priority, have.Priority)
+		verifyField(add, path+".queue-id", want.QueueID, have.QueueID)
+	}
 }

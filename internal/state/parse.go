@@ -16,18 +16,23 @@ import (
 // field.Errors listing every problem with its field path; unknown and unsupported keys are
 // errors, never dropped.
 func Parse(doc []byte) (State, error) {
+	s, _, err := parse(doc)
+	return s, err
+}
+
+func parse(doc []byte) (State, []Need, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
-		return State{}, nil
+		return State{}, nil, nil
 	}
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return State{}, field.Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
+		return State{}, nil, field.Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return State{}, field.Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
+		return State{}, nil, field.Errors{{Path: "desiredState", Reason: "not valid YAML: " + err.Error()}}
 	}
 	d := &decoder{}
 	var s State
@@ -38,9 +43,9 @@ func Parse(doc []byte) (State, error) {
 		d.errs = append(d.errs, Validate(s)...)
 	}
 	if len(d.errs) > 0 {
-		return State{}, d.errs
+		return State{}, nil, d.errs
 	}
-	return s, nil
+	return s, d.needs, nil
 }
 
 func typeList() string {

@@ -244,8 +244,8 @@ var invalidDocs = []struct {
 	{"sr-iov on a bond", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup}, ethernet: {sr-iov: {total-vfs: 2}}}]",
 		"interfaces[0].ethernet", "not a bond's"},
 	{"ipv4 forwarding", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, forwarding: true}}]",
-		"interfaces[0].ipv4.forwarding", "NetworkManager 1.42 has no per-interface forwarding setting"},
-	{"ipsec", "interfaces: [{name: hosta_conn, type: ipsec}]", "interfaces[0].type", "no libreswan VPN plugin"},
+		"interfaces[0].ipv4.forwarding", "NetworkManager 1.54 and later have a per-interface forwarding setting"},
+	{"ipsec", "interfaces: [{name: hosta_conn, type: ipsec}]", "interfaces[0].type", "libreswan VPN plugin"},
 	{"identifier without its MAC", "interfaces: [{name: uplink, identifier: mac-address}]", "interfaces[0].mac-address", "required with identifier: mac-address"},
 	{"identifier by PCI address", "interfaces: [{name: uplink, identifier: pci-address, pci-address: '0000:01:00.0'}]", "interfaces[0].identifier", "PCI address"},
 	{"ethernet speed", "interfaces: [{name: eth1, type: ethernet, ethernet: {speed: 1000}}]",
@@ -274,6 +274,12 @@ var invalidDocs = []struct {
 	{"infiniband mode", "interfaces: [{name: ib0, type: infiniband, infiniband: {mode: stream}}]", "interfaces[0].infiniband.mode", `"stream" is not one of datagram, connected`},
 	{"infiniband pkey", "interfaces: [{name: ib0.8001, type: infiniband, infiniband: {pkey: '0x10000', base-iface: ib0}}]", "interfaces[0].infiniband.pkey", "not a partition key"},
 	{"infiniband address as an Ethernet one", "interfaces: [{name: ib0, type: infiniband, identifier: mac-address, mac-address: '02:00:00:00:00:01'}]", "interfaces[0].mac-address", "not an IP-over-InfiniBand hardware address"},
+	{"bond ports-config of no port", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{name: eth2, queue-id: 1}]}}]",
+		"interfaces[0].link-aggregation.ports-config[0].name", `"eth2" is not one of the bond's ports [eth1]`},
+	{"bond ports-config twice", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{name: eth1}, {name: eth1}]}}]",
+		"interfaces[0].link-aggregation.ports-config[1].name", `"eth1" is configured twice`},
+	{"bond ports-config without a name", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{queue-id: 1}]}}]",
+		"interfaces[0].link-aggregation.ports-config[0].name", "required"},
 	{"ovs bond without ports", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: balance-slb}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.port", "required"},
 	{"ovs bond of one", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: balance-slb, port: [{name: eth1}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.port", "two ports or more"},
 	{"ovs bond mode", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: bond1, link-aggregation: {mode: 802.3ad, port: [{name: eth1}, {name: eth2}]}}]}}]", "interfaces[0].bridge.port[0].link-aggregation.mode", "not an OVS bond mode"},
@@ -336,7 +342,7 @@ var invalidDocs = []struct {
 	{"ethtool ring key", "interfaces: [{name: eth1, type: ethernet, ethtool: {ring: {rx-pending: 256}}}]", "interfaces[0].ethtool.ring.rx-pending", "unknown field"},
 	{"ethtool coalesce switch", "interfaces: [{name: eth1, type: ethernet, ethtool: {coalesce: {adaptive-tx: 1}}}]", "interfaces[0].ethtool.coalesce.adaptive-tx", "true or false"},
 	{"ethtool pause", "interfaces: [{name: eth1, type: ethernet, ethtool: {pause: {rx: 'off'}}}]", "interfaces[0].ethtool.pause.rx", "true or false"},
-	{"ethtool fec", "interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {auto: true}}}]", "interfaces[0].ethtool.fec", "no FEC setting"},
+	{"ethtool fec", "interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {auto: true}}}]", "interfaces[0].ethtool.fec", "NetworkManager 1.52 and later have ethtool.fec"},
 	{"ethtool unknown feature", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {rx-checksums: false}}}]", "interfaces[0].ethtool.feature.rx-checksums", "unknown field"},
 	{"ethtool feature not a boolean", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {rx-gro: maybe}}}]", "interfaces[0].ethtool.feature.rx-gro", "true or false"},
 	{"route destination", "routes: {config: [{destination: 10.0.0.0/33, next-hop-interface: eth1}]}", "routes.config[0].destination", "not a prefix"},
@@ -628,5 +634,27 @@ func TestParseInvalid(t *testing.T) {
 			}
 			t.Errorf("want %s: ...%s..., got %v", tc.path, tc.reason, err)
 		})
+	}
+}
+
+// TestParseNeeds: a field that needs a capability is listed with its path once given, and
+// only then.
+func TestParseNeeds(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want []Need
+	}{
+		{`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1, eth2],
+  ports-config: [{name: eth1, queue-id: 1}, {name: eth2, priority: 2}]}}]`,
+			[]Need{{Path: "interfaces[0].link-aggregation.ports-config[1].priority", Capability: CapabilityBondPortPriority}}},
+		{`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{name: eth1, queue-id: 1}]}}]`, nil},
+	} {
+		_, needs, err := ParseNeeds([]byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(needs, tc.want) {
+			t.Errorf("%s:\n got %v\nwant %v", tc.doc, needs, tc.want)
+		}
 	}
 }

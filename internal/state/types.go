@@ -117,9 +117,12 @@ var knownUnsupportedTypes = []string{"team", "ipvlan",
 
 // unsupportedTypeReasons say why, where there is more to say than "not supported".
 var unsupportedTypeReasons = map[string]string{
-	// nmstate applies ipsec through NetworkManager-libreswan, which is not installed with
-	// NetworkManager on these nodes (measured: no VPN plugin in 1.42's plugin dir).
-	"ipsec": "NetworkManager here has no libreswan VPN plugin (NetworkManager-libreswan) to apply it with",
+	// nmstate applies ipsec through NetworkManager-libreswan, which RHEL CoreOS has and
+	// Debian, on whose NetworkManager nmoverlay is tested, does not package.
+	"ipsec": "not applied yet: nmstate applies it through NetworkManager's libreswan VPN plugin (NetworkManager-libreswan)",
+	// NetworkManager's sources say since when it has each ("Since:" in nm-setting-*.c).
+	"hsr":    "not applied yet (NetworkManager 1.46 and later have hsr profiles)",
+	"ipvlan": "not applied yet (NetworkManager 1.52 and later have ipvlan profiles)",
 }
 
 // InterfaceState is what the interface should be.
@@ -144,11 +147,11 @@ type Interface struct {
 	_ struct{} `key:"min-mtu" nmstate:"ignored"`
 	_ struct{} `key:"max-mtu" nmstate:"ignored"`
 	_ struct{} `key:"permanent-mac-address" nmstate:"ignored"`
-	_ struct{} `key:"ipvlan" refused:"ipvlan is not supported"`
+	_ struct{} `key:"ipvlan" refused:"not applied yet (NetworkManager 1.52 and later have ipvlan profiles)"`
 	_ struct{} `key:"team" refused:"team is not supported"`
 	_ struct{} `key:"bridge-vlan" refused:"not applied yet"`
-	// Measured: no alternative-name setting in NetworkManager 1.42's (nm-settings-dbus(5)).
-	_ struct{} `key:"alt-names" refused:"NetworkManager 1.42 has no setting for alternative interface names to apply them with"`
+	// Read in NetworkManager's sources: no alternative-name setting in any release to 1.58.
+	_ struct{} `key:"alt-names" refused:"NetworkManager has no setting for alternative interface names to apply them with (none in any release to 1.58)"`
 	_ struct{} `key:"pci-address" refused:"matching interfaces by PCI address is not applied yet"`
 
 	Name  string         `json:"name" nmstate:"required"`
@@ -207,9 +210,9 @@ type IPConfig struct {
 	_ struct{} `key:"dhcp-timeout" refused:"not applied yet"`
 	_ struct{} `key:"autoconf-timeout" refused:"not applied yet"`
 	_ struct{} `key:"map-to-ipv4" refused:"not applied yet"`
-	// Measured: NetworkManager 1.42's settings (nm-settings-dbus(5)) have no per-interface
-	// forwarding; the sysctl set behind its back would outlive the policy.
-	_ struct{} `key:"forwarding" refused:"NetworkManager 1.42 has no per-interface forwarding setting to apply it with"`
+	// NetworkManager has ipv4.forwarding since 1.54 (and RHEL's builds that announce it in
+	// VersionInfo); the sysctl set behind its back would outlive the policy.
+	_ struct{} `key:"forwarding" refused:"not applied yet (NetworkManager 1.54 and later have a per-interface forwarding setting)"`
 	_ struct{} `key:"autoconf" refused:"autoconf is IPv6 router advertisement; it has no meaning under ipv4" nmstate:"under=ipv4"`
 
 	Enabled     *bool     `json:"enabled,omitempty"`
@@ -260,7 +263,7 @@ type Routes struct {
 type Route struct {
 	_ struct{} `key:"weight" refused:"ECMP weights are not applied yet"`
 	_ struct{} `key:"route-type" refused:"blackhole, unreachable and prohibit routes are not applied yet: such a route has no next-hop interface, and nmoverlay places and verifies routes on theirs"`
-	_ struct{} `key:"vrf-name" refused:"nmstate's routes have no vrf-name (it refuses the field too): a route goes into a VRF by its table-id, the VRF's route-table-id"`
+	_ struct{} `key:"vrf-name" refused:"not applied yet: give the route its VRF's route-table-id as its table-id"`
 	_ struct{} `key:"cwnd" refused:"not applied yet"`
 	_ struct{} `key:"source" refused:"not applied yet"`
 	_ struct{} `key:"initcwnd" refused:"not applied yet"`

@@ -195,7 +195,10 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 			return nil, err
 		}
 		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second, MaxInterval: time.Second,
-			Show: engine.Show, NMVersion: nm.Version}); err != nil {
+			Show: engine.Show, NMVersion: nm.Version, NMCapabilities: func() ([]string, error) {
+				caps, err := nm.Capabilities()
+				return caps.Names(), err
+			}}); err != nil {
 			nm.Close()
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/kit"
@@ -98,6 +99,30 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 			{Localnet: "localnet2", Bridge: "ovs-br1"}, {Localnet: "physnet", Bridge: "br-ex"}}}))
 		Expect(reported().Interfaces).To(ContainElement(SatisfyAll(HaveField("Name", "ovs-br1"), HaveField("Type", state.OVSBridge),
 			WithTransform(bridgePorts, ContainElement(state.BridgePort{Name: "eth2"})))))
+	})
+
+	// NetworkManager 1.42.4 (Debian 12's, this node's) has no bond-port.prio: a policy
+	// setting a bond port's priority is refused on this node, naming the field, the node's
+	// NetworkManager and the releases that apply it, with nothing changed; the
+	// NodeNetworkState lists what the node's NetworkManager has.
+	It("refuses a field the node's NetworkManager cannot apply, naming it; the state lists the node's capabilities", func() {
+		s := &v1beta1.NodeNetworkState{}
+		Eventually(func() []string {
+			_ = k8s.Get(ctx, client.ObjectKey{Name: nodeName}, s)
+			return s.Status.HostNetworkManagerCapabilities
+		}, "20s", "250ms").Should(Equal([]string{"ovs"}), "1.42.4 built with the OVS plugin, before bond-port.prio (1.44)")
+		Expect(s.Status.HostNetworkManagerVersion).To(Equal("1.42.4"))
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bond-priority"}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"bond9","type":"bond","state":"up",
+			"link-aggregation":{"mode":"active-backup","port":["eth2"],"ports-config":[{"name":"eth2","priority":5}]}}]}`)}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		// Failing with no boot: it was never applied.
+		Eventually(enactment("bond-priority"), "30s").Should(Equal("Failing : spec.desiredState: " +
+			"interfaces[0].link-aggregation.ports-config[0].priority: NetworkManager 1.42.4 on this node has no bond-port.prio " +
+			"(NetworkManager 1.44 and later apply it)"))
+		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("bond9"))
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(enactment("bond-priority"), "30s").Should(Equal("<none>"))
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {

@@ -132,11 +132,16 @@ interfaces:
     mode: active-backup
     options: {miimon: "100", use_carrier: true}
     port: [{B}, {C}]
+    ports-config: [{name: {C}, queue-id: 3}]
 `); err != nil {
 			return err
 		}
 		// use_carrier as nmstate writes it, a boolean: NetworkManager takes it as 1.
 		if err := expect([]string{"cat", "/sys/class/net/bond0/bonding/use_carrier"}, "1"); err != nil {
+			return err
+		}
+		// The port's transmit queue, which NetworkManager writes through the bond's sysfs.
+		if err := expect([]string{"cat", "/sys/class/net/" + e.NICs.C + "/bonding_slave/queue_id"}, "3"); err != nil {
 			return err
 		}
 		return expect([]string{"cat", "/proc/net/bonding/bond0"}, "fault-tolerance (active-backup)", "Slave Interface: "+e.NICs.B, "Slave Interface: "+e.NICs.C, "MII Polling Interval (ms): 100")

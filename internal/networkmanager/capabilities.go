@@ -1,0 +1,121 @@
+package networkmanager
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nmoverlay/nmoverlay/api/field"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// Capabilities is what the node's NetworkManager says of itself over D-Bus: its version,
+// and its capabilities beyond what its version implies (a distribution's backports, a
+// loaded device plugin).
+type Capabilities struct {
+	// Version is NetworkManager's version as it reports it ("1.46.0-26.el9_4").
+	Version string
+	// release is Version's major, minor and micro numbers; zero when it is not a version.
+	release [3]int
+	// OVS: the Open vSwitch device plugin is loaded (NM_CAPABILITY_OVS).
+	OVS bool
+}
+
+// Plugin capabilities, as the Manager's Capabilities property numbers them.
+const capabilityOVS = 2
+
+// requirement is what NetworkManager must have to apply what needs a capability.
+type requirement struct {
+	// what names it as NetworkManager does: its setting property.
+	what string
+	// since is the first NetworkManager release (major, minor) that has it.
+	since [2]int
+}
+
+// requirements are the state's capabilities as NetworkManager provides them, from the
+// "Since:" of each setting property in NetworkManager's own sources
+// (src/libnm-core-impl/nm-setting-*.c).
+var requirements = map[state.Capability]requirement{
+	state.CapabilityBondPortPriority: {what: "bond-port.prio", since: [2]int{1, 44}},
+}
+
+// Capabilities reads what the node's NetworkManager can apply that not every version can.
+func (c *Client) Capabilities() (Capabilities, error) {
+	var caps Capabilities
+	if err := c.prop(nmdbus.Path, nmdbus.Iface, "Version", &caps.Version); err != nil {
+		return caps, fmt.Errorf("reading NetworkManager's version: %w", err)
+	}
+	var plugins []uint32
+	if err := c.prop(nmdbus.Path, nmdbus.Iface, "Capabilities", &plugins); err != nil {
+		return caps, fmt.Errorf("reading NetworkManager's capabilities: %w", err)
+	}
+	caps.OVS = slices.Contains(plugins, capabilityOVS)
+	caps.release = parseRelease(caps.Version)
+	return caps, nil
+}
+
+// parseRelease reads "1.42.4" or "1.46.0-26.el9_4"; zero when it is no version.
+func parseRelease(v string) [3]int {
+	var r [3]int
+	num, _, _ := strings.Cut(v, "-")
+	parts := strings.Split(num, ".")
+	if len(parts) < 2 {
+		return [3]int{}
+	}
+	for i := 0; i < 3 && i < len(parts); i++ {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return [3]int{}
+		}
+		r[i] = n
+	}
+	return r
+}
+
+func (c Capabilities) meets(r requirement) bool {
+	return c.release[0] > r.since[0] || c.release[0] == r.since[0] && c.release[1] >= r.since[1]
+}
+
+// Lacks refuses each field that needs a capability this NetworkManager has not, naming it
+// and the releases that have it.
+func (c Capabilities) Lacks(needs []state.Need) field.Errors {
+	var errs field.Errors
+	for _, n := range needs {
+		r, ok := requirements[n.Capability]
+		if !ok {
+			errs = append(errs, &field.Error{Path: n.Path, Reason: fmt.Sprintf("nmoverlay cannot apply %s through NetworkManager", n.Capability)})
+			continue
+		}
+		if !c.meets(r) {
+			errs = append(errs, &field.Error{Path: n.Path, Reason: fmt.Sprintf("NetworkManager %s on this node has no %s (%s)",
+				c.Version, r.what, Supports(n.Capability))})
+		}
+	}
+	return errs
+}
+
+// Names are the capabilities this NetworkManager has, as the NodeNetworkState lists them:
+// the state's it meets, and its plugins.
+func (c Capabilities) Names() []string {
+	var out []string
+	for _, cp := range state.Capabilities {
+		if r, ok := requirements[cp]; ok && c.meets(r) {
+			out = append(out, string(cp))
+		}
+	}
+	if c.OVS {
+		out = append(out, "ovs")
+	}
+	return out
+}
+
+// Supports says which NetworkManager releases apply what needs capability cp.
+func Supports(cp state.Capability) string {
+	r, ok := requirements[cp]
+	if !ok {
+		return "no NetworkManager release"
+	}
+	return fmt.Sprintf("NetworkManager %d.%d and later apply it", r.since[0], r.since[1])
+}

@@ -1,0 +1,53 @@
+package networkmanager
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// TestEveryCapabilityHasARequirement: a field the state marks as needing a capability
+// can be checked against a node's NetworkManager.
+func TestEveryCapabilityHasARequirement(t *testing.T) {
+	for _, cp := range state.Capabilities {
+		if _, ok := requirements[cp]; !ok {
+			t.Errorf("capability %s: no requirement says which NetworkManager has it", cp)
+		}
+	}
+}
+
+func TestCapabilitiesLacks(t *testing.T) {
+	needs := []state.Need{{Path: "interfaces[0].link-aggregation.ports-config[1].priority", Capability: state.CapabilityBondPortPriority}}
+	for _, tc := range []struct {
+		version string
+		want    string // "" when nothing lacks
+		names   []string
+	}{
+		{"1.42.4", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.42.4 on this node has no bond-port.prio " +
+			"(NetworkManager 1.44 and later apply it)", nil},
+		{"1.44.0", "", []string{"bond-port-priority"}},
+		{"1.46.0-26.el9_4", "", []string{"bond-port-priority"}},
+		{"1.52.1", "", []string{"bond-port-priority"}},
+		{"2.0.0", "", []string{"bond-port-priority"}},
+		{"1.8", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.8 on this node has no bond-port.prio " +
+			"(NetworkManager 1.44 and later apply it)", nil},
+		{"unknown", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager unknown on this node has no bond-port.prio " +
+			"(NetworkManager 1.44 and later apply it)", nil},
+	} {
+		c := Capabilities{Version: tc.version, release: parseRelease(tc.version)}
+		got := ""
+		if errs := c.Lacks(needs); errs != nil {
+			got = errs.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.version, got, tc.want)
+		}
+		if names := c.Names(); !slices.Equal(names, tc.names) {
+			t.Errorf("%s: names %v, want %v", tc.version, names, tc.names)
+		}
+	}
+	if names := (Capabilities{OVS: true}).Names(); !slices.Equal(names, []string{"ovs"}) {
+		t.Errorf("OVS plugin: names %v", names)
+	}
+}
