@@ -77,12 +77,14 @@ test-boot: node-rootfs kube-assets node-images
 	  NMOVERLAY_ETCDUTL="$$(hack/etcdutl.sh)/etcdutl" \
 	  KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
+# The VM tier's two guests, built at once (each is cached): Debian 12's and Debian 13's.
 vm-image: rootfs
-	@hack/vm-image.sh >/dev/null
+	@hack/vm-image.sh >/dev/null & t=$$!; hack/vm-image-trixie.sh >/dev/null; s=$$?; wait $$t && exit $$s
 
-# A Debian kernel under qemu (TCG) for bond, VLAN, dummy, VRF and bridge VLAN filtering.
+# Debian kernels under qemu (TCG) for bond, VLAN, dummy, VRF, bridge VLAN filtering, and
+# Open vSwitch on the kernel datapath under NetworkManager 1.52 (the second guest).
 test-vm: vm-image
-	NMOVERLAY_VM="$$(hack/vm-image.sh)" $(GO) test -count=1 -timeout 20m -tags vm ./test/vm/...
+	NMOVERLAY_VM="$$(hack/vm-image.sh)" NMOVERLAY_VM_TRIXIE="$$(hack/vm-image-trixie.sh)" $(GO) test -count=1 -timeout 25m -tags vm ./test/vm/...
 
 # Benchmarks print absolute figures and the ratio against a peer measured in the same run.
 bench: rootfs node-rootfs kube-assets node-images

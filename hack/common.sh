@@ -26,3 +26,15 @@ end_build() {
     mv -T "$out" "$DIR"
   fi
 }
+
+# install_vm_payload ROOT: a VM guest's root made to run the VM tier's payload
+# (hack/vm-payload.service) at boot, with no login on its console.
+install_vm_payload() {
+  local r="$1"
+  ln -sf /dev/null "$r/etc/systemd/system/serial-getty@ttyS0.service" # read by the host, never logged into
+  echo "vm" > "$r/etc/hostname"
+  printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$r/etc/fstab"
+  install -m 0644 hack/vm-payload.service "$r/etc/systemd/system/vm-payload.service"
+  mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
+  ln -sf /etc/systemd/system/vm-payload.service "$r/etc/systemd/system/multi-user.target.wants/vm-payload.service"
+}

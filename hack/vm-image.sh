@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 ROOTFS=$(hack/rootfs.sh)
 . hack/common.sh # after the cd above: the repository root
-key=$( (basename "$ROOTFS"; cat "$0") | sha256sum | cut -c1-12)
+key=$( (basename "$ROOTFS"; cat "$0" hack/vm-payload.service) | sha256sum | cut -c1-12)
 DIR="$CACHE/vm-$key"
 if [ -f "$DIR/.complete" ]; then
   echo "$DIR"
@@ -53,28 +53,7 @@ chmod 0644 "$work/vmlinuz" "$work/initrd.img"
 rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/*
 
 r="$work/root"
-# The console is read by the host, never logged into.
-ln -sf /dev/null "$r/etc/systemd/system/serial-getty@ttyS0.service"
-echo "vm" > "$r/etc/hostname"
-printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$r/etc/fstab"
-# The payload: /mnt/share/run (put there by the test), run once NetworkManager is up; its
-# exit status goes to /mnt/share/exit, then the VM powers off.
-cat > "$r/etc/systemd/system/vm-payload.service" <<'UNIT'
-[Unit]
-Description=nmoverlay VM test payload
-Wants=NetworkManager.service
-After=NetworkManager.service network.target
-
-[Service]
-Type=oneshot
-StandardOutput=journal+console
-ExecStartPre=/bin/mkdir -p /mnt/share
-ExecStartPre=/bin/mount -t 9p -o trans=virtio,version=9p2000.L share /mnt/share
-ExecStart=/bin/sh -c '/mnt/share/run > /mnt/share/output 2>&1; echo $? > /mnt/share/exit; sync'
-ExecStopPost=/bin/systemctl --no-block poweroff
-UNIT
-mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
-ln -sf /etc/systemd/system/vm-payload.service "$r/etc/systemd/system/multi-user.target.wants/vm-payload.service"
+install_vm_payload "$r"
 echo "vm-image.sh: making root.img" >&2
 mkfs.ext4 -q -F -L root -d "$r" "$work/root.img" 3G
 rm -rf "$r"

@@ -39,6 +39,8 @@ type requirement struct {
 // (src/libnm-core-impl/nm-setting-*.c).
 var requirements = map[state.Capability]requirement{
 	state.CapabilityBondPortPriority: {what: "bond-port.prio", since: [2]int{1, 44}},
+	state.CapabilityHSR:              {what: "hsr profiles", since: [2]int{1, 46}},
+	state.CapabilityIPVLAN:           {what: "ipvlan profiles", since: [2]int{1, 52}},
 }
 
 // Capabilities reads what the node's NetworkManager can apply that not every version can.

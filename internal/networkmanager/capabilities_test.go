@@ -27,9 +27,9 @@ func TestCapabilitiesLacks(t *testing.T) {
 		{"1.42.4", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.42.4 on this node has no bond-port.prio " +
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"1.44.0", "", []string{"bond-port-priority"}},
-		{"1.46.0-26.el9_4", "", []string{"bond-port-priority"}},
-		{"1.52.1", "", []string{"bond-port-priority"}},
-		{"2.0.0", "", []string{"bond-port-priority"}},
+		{"1.46.0-26.el9_4", "", []string{"bond-port-priority", "hsr"}},
+		{"1.52.1", "", []string{"bond-port-priority", "hsr", "ipvlan"}},
+		{"2.0.0", "", []string{"bond-port-priority", "hsr", "ipvlan"}},
 		{"1.8", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.8 on this node has no bond-port.prio " +
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"unknown", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager unknown on this node has no bond-port.prio " +

@@ -1,5 +1,7 @@
 package state
 
+import "fmt"
+
 // A Capability is what of nmstate's schema only some nodes can apply: a setting that
 // NetworkManager gained in a later version than others run, or a plugin a node may lack.
 // The state marks the fields that need one (the tag option needs=CAPABILITY); each backend
@@ -11,10 +13,35 @@ type Capability string
 const (
 	// CapabilityBondPortPriority: a bond port's priority (ports-config[].priority).
 	CapabilityBondPortPriority Capability = "bond-port-priority"
+	// CapabilityHSR and CapabilityIPVLAN: interfaces of those types.
+	CapabilityHSR    Capability = "hsr"
+	CapabilityIPVLAN Capability = "ipvlan"
 )
 
 // Capabilities are every capability a field can need, in a stable order.
-var Capabilities = []Capability{CapabilityBondPortPriority}
+var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN}
+
+// needer is a section only some nodes can apply: an interface of its types needs the
+// capability.
+type needer interface{ needs() Capability }
+
+// typeNeeds lists the interfaces of s whose type needs a capability, but for those being
+// removed (which needs nothing of the node).
+func typeNeeds(s State) []Need {
+	var out []Need
+	for i, it := range s.Interfaces {
+		if it.State == Absent {
+			continue
+		}
+		for _, key := range sectionKeys {
+			sec := sectionFor(key)
+			if n, ok := sec.(needer); ok && fits(sec, it.Type) {
+				out = append(out, Need{Path: fmt.Sprintf("interfaces[%d].type", i), Capability: n.needs()})
+			}
+		}
+	}
+	return out
+}
 
 // Need is one field a desired state gives that needs a capability.
 type Need struct {

@@ -274,6 +274,16 @@ var invalidDocs = []struct {
 	{"infiniband mode", "interfaces: [{name: ib0, type: infiniband, infiniband: {mode: stream}}]", "interfaces[0].infiniband.mode", `"stream" is not one of datagram, connected`},
 	{"infiniband pkey", "interfaces: [{name: ib0.8001, type: infiniband, infiniband: {pkey: '0x10000', base-iface: ib0}}]", "interfaces[0].infiniband.pkey", "not a partition key"},
 	{"infiniband address as an Ethernet one", "interfaces: [{name: ib0, type: infiniband, identifier: mac-address, mac-address: '02:00:00:00:00:01'}]", "interfaces[0].mac-address", "not an IP-over-InfiniBand hardware address"},
+	{"hsr over one port twice", "interfaces: [{name: hsr0, type: hsr, hsr: {port1: eth1, port2: eth1, multicast-spec: 0}}]",
+		"interfaces[0].hsr.port2", `"eth1" is port1 too`},
+	{"hsr over itself", "interfaces: [{name: hsr0, type: hsr, hsr: {port1: hsr0, port2: eth1, multicast-spec: 0}}]",
+		"interfaces[0].hsr.port1", "cannot be its own port"},
+	{"hsr without a port", "interfaces: [{name: hsr0, type: hsr, hsr: {port1: eth1, multicast-spec: 0}}]",
+		"interfaces[0].hsr.port2", "required"},
+	{"ipvlan private and vepa", "interfaces: [{name: ipvlan0, type: ipvlan, ipvlan: {base-iface: eth1, private: true, vepa: true}}]",
+		"interfaces[0].ipvlan.vepa", "private or VEPA, not both"},
+	{"ipvlan mode", "interfaces: [{name: ipvlan0, type: ipvlan, ipvlan: {base-iface: eth1, mode: l4}}]",
+		"interfaces[0].ipvlan.mode", `"l4" is not one of l2, l3, l3s`},
 	{"bond ports-config of no port", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{name: eth2, queue-id: 1}]}}]",
 		"interfaces[0].link-aggregation.ports-config[0].name", `"eth2" is not one of the bond's ports [eth1]`},
 	{"bond ports-config twice", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{name: eth1}, {name: eth1}]}}]",
@@ -648,6 +658,10 @@ func TestParseNeeds(t *testing.T) {
   ports-config: [{name: eth1, queue-id: 1}, {name: eth2, priority: 2}]}}]`,
 			[]Need{{Path: "interfaces[0].link-aggregation.ports-config[1].priority", Capability: CapabilityBondPortPriority}}},
 		{`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1], ports-config: [{name: eth1, queue-id: 1}]}}]`, nil},
+		{`interfaces: [{name: eth1, type: ethernet}, {name: hsr0, type: hsr, hsr: {port1: eth1, port2: eth2, multicast-spec: 0}},
+  {name: ipvlan0, type: ipvlan, state: down, ipvlan: {base-iface: eth1}}]`,
+			[]Need{{Path: "interfaces[1].type", Capability: CapabilityHSR}, {Path: "interfaces[2].type", Capability: CapabilityIPVLAN}}},
+		{`interfaces: [{name: hsr0, type: hsr, state: absent}]`, nil},
 	} {
 		_, needs, err := ParseNeeds([]byte(tc.doc))
 		if err != nil {

@@ -104,7 +104,7 @@ func fillDeep(v reflect.Value, path string, names map[string]bool, deep bool) {
 			fp := path + "." + tag
 			fv := v.Field(i)
 			switch {
-			case f.Type.Kind() == reflect.String && (tag == "base-iface" || tag == "name" && strings.HasSuffix(path, "]")):
+			case f.Type.Kind() == reflect.String && (tag == "base-iface" || tag == "port1" || tag == "port2" || tag == "name" && strings.HasSuffix(path, "]")):
 				fv.SetString(fp)
 				names[fp] = true
 			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.String && tag == "port":

@@ -112,17 +112,13 @@ var SupportedTypes = []InterfaceType{Ethernet, Dummy, OVSBridge, OVSInterface}
 
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
-var knownUnsupportedTypes = []string{"team", "ipvlan",
-	"hsr", "macsec", "ipsec", "loopback", "unknown", "xfrm", "wireguard", "dispatch"}
+var knownUnsupportedTypes = []string{"team", "macsec", "ipsec", "loopback", "unknown", "xfrm", "wireguard", "dispatch"}
 
 // unsupportedTypeReasons say why, where there is more to say than "not supported".
 var unsupportedTypeReasons = map[string]string{
 	// nmstate applies ipsec through NetworkManager-libreswan, which RHEL CoreOS has and
 	// Debian, on whose NetworkManager nmoverlay is tested, does not package.
 	"ipsec": "not applied yet: nmstate applies it through NetworkManager's libreswan VPN plugin (NetworkManager-libreswan)",
-	// NetworkManager's sources say since when it has each ("Since:" in nm-setting-*.c).
-	"hsr":    "not applied yet (NetworkManager 1.46 and later have hsr profiles)",
-	"ipvlan": "not applied yet (NetworkManager 1.52 and later have ipvlan profiles)",
 }
 
 // InterfaceState is what the interface should be.
@@ -147,7 +143,6 @@ type Interface struct {
 	_ struct{} `key:"min-mtu" nmstate:"ignored"`
 	_ struct{} `key:"max-mtu" nmstate:"ignored"`
 	_ struct{} `key:"permanent-mac-address" nmstate:"ignored"`
-	_ struct{} `key:"ipvlan" refused:"not applied yet (NetworkManager 1.52 and later have ipvlan profiles)"`
 	_ struct{} `key:"team" refused:"team is not supported"`
 	_ struct{} `key:"bridge-vlan" refused:"not applied yet"`
 	// Read in NetworkManager's sources: no alternative-name setting in any release to 1.58.

@@ -123,6 +123,15 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("bond9"))
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 		Eventually(enactment("bond-priority"), "30s").Should(Equal("<none>"))
+		// A kind 1.42 has no profile for.
+		p = &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "prp"}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"hsr0","type":"hsr","state":"up",
+			"hsr":{"port1":"eth2","port2":"eth3","multicast-spec":40,"protocol":"prp"}}]}`)}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(enactment("prp"), "30s").Should(Equal("Failing : spec.desiredState: " +
+			"interfaces[0].type: NetworkManager 1.42.4 on this node has no hsr profiles (NetworkManager 1.46 and later apply it)"))
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(enactment("prp"), "30s").Should(Equal("<none>"))
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {

@@ -1,8 +1,9 @@
 //go:build vm
 
-// The VM tier: a Debian kernel under qemu (TCG), for what the host kernel cannot do (bond,
-// VLAN, dummy, VRF, bridge VLAN filtering). One boot runs every scenario in the guest
-// against its real NetworkManager; each becomes a spec here. Root only.
+// The VM tier: Debian kernels under qemu (TCG), for what the host kernel cannot do (bond,
+// VLAN, dummy, VRF, bridge VLAN filtering, Open vSwitch's kernel datapath), in two guests:
+// Debian 12's NetworkManager 1.42 and Debian 13's 1.52. One boot of each runs its
+// scenarios against its real NetworkManager; each becomes a spec here. Root only.
 package vm_test
 
 import (
@@ -27,22 +28,41 @@ func TestVM(t *testing.T) {
 	RunSpecs(t, "vm tier: qemu")
 }
 
-var results map[string]string // scenario name -> "PASS ..." or "FAIL ..." line
+// results are each guest's: scenario name -> "PASS ..." or "FAIL ..." line.
+var results = map[string]map[string]string{}
 
 var _ = BeforeSuite(func() {
 	Expect(os.Geteuid()).To(Equal(0), "the VM tier needs root")
-	image := os.Getenv("NMOVERLAY_VM")
-	Expect(image).NotTo(BeEmpty(), "NMOVERLAY_VM is unset: run make test-vm (hack/vm-image.sh builds the image)")
-	for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
-		Expect(filepath.Join(image, f)).To(BeAnExistingFile())
-	}
 	for _, tool := range []string{"qemu-system-x86_64", "qemu-img"} {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
+	for _, g := range guests {
+		image := os.Getenv(g.env)
+		Expect(image).NotTo(BeEmpty(), "%s is unset: run make test-vm (%s builds the image)", g.env, g.script)
+		results[g.suite] = boot(image, g.suite)
+	}
+})
+
+// guests are the VM tier's two guests, each booted once to run its scenarios.
+var guests = []struct {
+	suite, env, script, about string
+}{
+	{scenarios.Bookworm, "NMOVERLAY_VM", "hack/vm-image.sh", "Debian 12: kernel 6.1, NetworkManager 1.42"},
+	{scenarios.Trixie, "NMOVERLAY_VM_TRIXIE", "hack/vm-image-trixie.sh",
+		"Debian 13: kernel 6.12, NetworkManager 1.52 with Open vSwitch on the kernel datapath"},
+}
+
+// boot boots image with the guest payload asked to run suite's scenarios, and returns
+// what it reported of each.
+func boot(image, suite string) map[string]string {
+	for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
+		Expect(filepath.Join(image, f)).To(BeAnExistingFile())
+	}
 	dir := GinkgoT().TempDir()
 	share := filepath.Join(dir, "share")
 	Expect(os.MkdirAll(share, 0o755)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(share, "suite"), []byte(suite), 0o644)).To(Succeed())
 	record := os.Getenv(snapshots.Env)
 	if record != "" {
 		Expect(os.WriteFile(filepath.Join(share, "record"), nil, 0o644)).To(Succeed())
@@ -78,7 +98,7 @@ var _ = BeforeSuite(func() {
 	out, err = qemu.CombinedOutput()
 	console, _ := os.ReadFile(filepath.Join(dir, "console.log"))
 	Expect(err).NotTo(HaveOccurred(), "qemu: %s\nconsole:\n%s", out, tail(string(console), 60))
-	GinkgoWriter.Printf("VM boot, scenarios and poweroff took %s\n", time.Since(start).Round(time.Second))
+	GinkgoWriter.Printf("%s: VM boot, scenarios and poweroff took %s\n", suite, time.Since(start).Round(time.Second))
 
 	if record != "" {
 		recorded, _ := filepath.Glob(filepath.Join(share, "snapshots", "*.json"))
@@ -92,8 +112,8 @@ var _ = BeforeSuite(func() {
 	}
 	output, err := os.ReadFile(filepath.Join(share, "output"))
 	Expect(err).NotTo(HaveOccurred(), "the guest wrote no output; console:\n%s", tail(string(console), 60))
-	GinkgoWriter.Printf("guest output:\n%s\n", output)
-	results = map[string]string{}
+	GinkgoWriter.Printf("%s guest output:\n%s\n", suite, output)
+	got := map[string]string{}
 	last := "" // the scenario the lines after a FAIL (the guest's diagnostics) belong to
 	for _, line := range strings.Split(string(output), "\n") {
 		reported := false
@@ -101,21 +121,26 @@ var _ = BeforeSuite(func() {
 			if name, ok := strings.CutPrefix(line, prefix); ok {
 				name, _, _ = strings.Cut(name, ": ")
 				name, _, _ = strings.Cut(name, " (")
-				results[name], last, reported = line, name, true
+				got[name], last, reported = line, name, true
 			}
 		}
-		if !reported && last != "" && strings.HasPrefix(results[last], "FAIL ") {
-			results[last] += "\n" + line
+		if !reported && last != "" && strings.HasPrefix(got[last], "FAIL ") {
+			got[last] += "\n" + line
 		}
 	}
-})
+	return got
+}
 
-var _ = Describe("in a qemu guest with a Debian kernel", func() {
-	for _, s := range scenarios.All {
-		It(s.Name, func() {
-			line, ok := results[s.Name]
-			Expect(ok).To(BeTrue(), "the guest did not report this scenario")
-			Expect(line).To(HavePrefix("PASS "), line)
+var _ = Describe("in a qemu guest", func() {
+	for _, g := range guests {
+		Describe(g.about, func() {
+			for _, s := range scenarios.Suites[g.suite] {
+				It(s.Name, func() {
+					line, ok := results[g.suite][s.Name]
+					Expect(ok).To(BeTrue(), "the guest did not report this scenario")
+					Expect(line).To(HavePrefix("PASS "), line)
+				})
+			}
 		})
 	}
 })

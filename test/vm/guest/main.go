@@ -19,6 +19,9 @@ const (
 	recordDir  = "/mnt/share/snapshots"
 )
 
+// suiteFile names the scenarios the host asks this guest to run (scenarios.Suites).
+const suiteFile = "/mnt/share/suite"
+
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
 	defer cancel()
@@ -41,8 +44,14 @@ func main() {
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	version, _ := nm.Version()
 	fmt.Printf("SETUP kernel %s NetworkManager %s NICs %+v\n", kernel[:len(kernel)-1], version, nics)
+	suite, _ := os.ReadFile(suiteFile)
+	run, ok := scenarios.Suites[string(suite)]
+	if !ok {
+		fmt.Printf("SETUP FAIL: no suite %q\n", suite)
+		os.Exit(1)
+	}
 	failed := 0
-	for _, s := range scenarios.All {
+	for _, s := range run {
 		start := time.Now()
 		env.Scenario = s.Name
 		if err := s.Run(ctx, env); err != nil {

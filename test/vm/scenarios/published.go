@@ -74,27 +74,36 @@ type Published struct {
 // handler's way: every other owned profile is pruned) and commits.
 func (e *Env) ApplyPublished(ctx context.Context, policy string, opts networkmanager.ApplyOptions) error {
 	policy = strings.NewReplacer("eth1", e.NICs.B, "eth2", e.NICs.C).Replace(policy)
+	_, desired, err := policyDesired(policy)
+	if err != nil {
+		return err
+	}
+	opts.Prune = true
+	return e.applyCommit(ctx, desired, opts)
+}
+
+// policyDesired is a policy's desired state as written, and as the handler merges it.
+func policyDesired(policy string) ([]byte, state.State, error) {
 	var nncp struct {
 		Spec struct {
 			DesiredState json.RawMessage `json:"desiredState"`
 		} `json:"spec"`
 	}
 	if err := yaml.Unmarshal([]byte(policy), &nncp); err != nil {
-		return err
+		return nil, state.State{}, err
 	}
 	s := state.State{}
 	if len(nncp.Spec.DesiredState) > 0 {
 		var err error
 		if s, err = state.Parse(nncp.Spec.DesiredState); err != nil {
-			return err
+			return nil, state.State{}, err
 		}
 	}
 	merged, err := state.Merge([]state.Source{{Policy: "published", State: s}})
 	if err != nil {
-		return err
+		return nil, state.State{}, err
 	}
-	opts.Prune = true
-	return e.applyCommit(ctx, merged.State, opts)
+	return nncp.Spec.DesiredState, merged.State, nil
 }
 
 // leased: the interface holds an address DHCP gave it from the subnet.

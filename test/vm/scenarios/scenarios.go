@@ -111,7 +111,16 @@ func gone(dev string) error {
 	return nil
 }
 
-// All are the scenarios, in the order they run.
+// The guests' suites.
+const (
+	Bookworm = "bookworm" // Debian 12: NetworkManager 1.42
+	Trixie   = "trixie"   // Debian 13: NetworkManager 1.52 with Open vSwitch
+)
+
+// Suites are each guest's scenarios, in the order they run.
+var Suites = map[string][]Scenario{Bookworm: All, Trixie: trixieScenarios}
+
+// All are the first guest's scenarios, in the order they run.
 var All = func() []Scenario {
 	published := publishedScenarios()
 	// The captures run while the LAN's DHCP server still serves the interfaces the

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds (once) the VM tier's second guest, a RHEL CoreOS-like NetworkManager on Debian 13
+# (trixie): its kernel (6.12, with the openvswitch module), Open vSwitch on the kernel
+# datapath, and NetworkManager 1.52 built from Debian's trixie source with its Open vSwitch
+# device plugin (Debian builds it without; hack/nm-ovs.sh does the same for bookworm). The
+# payload unit is the first guest's (hack/vm-payload.service). Prints the directory holding
+# vmlinuz, initrd.img and root.img. TEST-RECIPES §12. Cold: about 7 minutes (debootstrap,
+# the build dependencies, and the compile on 2 cores). Needs root, debootstrap and e2fsprogs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/common.sh
+
+SUITE=trixie
+PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev,linux-image-amd64,initramfs-tools,openvswitch-switch,ethtool"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+key=$( (echo "$SUITE $PACKAGES"; cat "$0" hack/vm-payload.service) | sha256sum | cut -c1-12)
+DIR="$CACHE/vm-$SUITE-$key"
+if [ -f "$DIR/.complete" ]; then
+  echo "$DIR"
+  exit 0
+fi
+command -v debootstrap >/dev/null || { echo "vm-image-trixie.sh: debootstrap is missing (hack/install-deps.sh)" >&2; exit 1; }
+mkdir -p "$CACHE"
+work="$DIR.tmp.$$"
+rm -rf "$work"
+mkdir -p "$work"
+trap 'for d in root build; do umount -R "$work/$d/proc" "$work/$d/sys" "$work/$d/dev" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+log="$CACHE/vm-$SUITE.log"
+echo "vm-image-trixie.sh: debootstrap $SUITE (about 90 s)" >&2
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$work/root" "$MIRROR" >"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+
+# NetworkManager with Open vSwitch, built in a copy of the root so that the image gets
+# none of the build dependencies.
+echo "vm-image-trixie.sh: building NetworkManager with Open vSwitch from Debian's $SUITE source (about 4 minutes)" >&2
+cp -a "$work/root" "$work/build"
+echo "deb-src $MIRROR $SUITE main" > "$work/build/etc/apt/sources.list.d/src.list"
+cat > "$work/build/build-nm.sh" <<'BUILD'
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get build-dep -y -qq network-manager >/dev/null
+apt-get install -y -qq --no-install-recommends dpkg-dev >/dev/null
+cd /usr/src
+apt-get source -qq network-manager >/dev/null 2>&1
+cd network-manager-*/
+meson setup build --prefix=/usr --libdir=lib/x86_64-linux-gnu --libexecdir=lib/NetworkManager \
+  --sysconfdir=/etc --localstatedir=/var -Dovs=true -Dppp=false -Dmodem_manager=false -Dintrospection=false \
+  -Dvapi=false -Ddocs=false -Dtests=no -Dnmcli=false -Dnmtui=false -Dselinux=false -Dlibaudit=no \
+  -Dqt=false -Debpf=false -Dcrypto=gnutls -Dsession_tracking=systemd -Dsuspend_resume=systemd \
+  -Dconfig_plugins_default=keyfile >/dev/null
+ninja -C build src/core/NetworkManager src/core/devices/ovs/libnm-device-plugin-ovs.so >/dev/null
+BUILD
+unshare -m --propagation private sh -c "
+  mount -t proc proc '$work/build/proc' && mount --rbind /sys '$work/build/sys' && mount --rbind /dev '$work/build/dev' &&
+  cp /etc/resolv.conf '$work/build/etc/resolv.conf' && chroot '$work/build' sh /build-nm.sh" >>"$log" 2>&1 ||
+  { tail -30 "$log" >&2; exit 1; }
+src=$(echo "$work"/build/usr/src/network-manager-*/build)
+version=$(chroot "$work/root" dpkg-query -W -f '${Version}' network-manager | cut -d- -f1)
+plugins="$work/root/usr/lib/x86_64-linux-gnu/NetworkManager/$version"
+# Debian's device plugins need symbols its own daemon exports and this one does not: only
+# the OVS plugin, built with the daemon, is loaded; the profiles are keyfiles alone.
+install -m 0755 "$src/src/core/NetworkManager" "$work/root/usr/sbin/NetworkManager"
+rm -f "$plugins"/libnm-device-plugin-*.so "$plugins"/libnm-settings-plugin-*.so
+install -m 0644 "$src/src/core/devices/ovs/libnm-device-plugin-ovs.so" "$plugins/"
+printf '[main]\nplugins=keyfile\n' > "$work/root/etc/NetworkManager/NetworkManager.conf"
+rm -rf "$work/build"
+
+cp "$work"/root/boot/vmlinuz-* "$work/vmlinuz"
+cp "$work"/root/boot/initrd.img-* "$work/initrd.img"
+chmod 0644 "$work/vmlinuz" "$work/initrd.img"
+rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/*
+r="$work/root"
+echo "0123456789abcdef0123456789abcdef" > "$r/etc/machine-id"
+install_vm_payload "$r"
+echo "vm-image-trixie.sh: making root.img" >&2
+mkfs.ext4 -q -F -L root -d "$r" "$work/root.img" 3G
+rm -rf "$r"
+touch "$work/.complete"
+trap - EXIT
+rm -rf "$DIR"
+mv "$work" "$DIR"
+echo "$DIR"

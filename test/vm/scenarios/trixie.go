@@ -1,0 +1,156 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/state"
+	"github.com/nmoverlay/nmoverlay/test/published"
+)
+
+// ovsdbSocket is Debian's Open vSwitch database socket.
+const ovsdbSocket = "/run/openvswitch/db.sock"
+
+// trixieScenarios run in the Debian 13 guest: NetworkManager 1.52 with its Open vSwitch
+// plugin, and Open vSwitch on the kernel datapath, as on a RHEL CoreOS node.
+var trixieScenarios = []Scenario{
+	{"NetworkManager 1.52 has what 1.42 lacks, and its Open vSwitch plugin", func(ctx context.Context, e *Env) error {
+		caps, err := e.NM.Capabilities()
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(caps.Version, "1.52.") {
+			return fmt.Errorf("NetworkManager %s, want 1.52", caps.Version)
+		}
+		for _, want := range []string{string(state.CapabilityBondPortPriority), "ovs"} {
+			if !slices.Contains(caps.Names(), want) {
+				return fmt.Errorf("capabilities %v lack %s", caps.Names(), want)
+			}
+		}
+		return nil
+	}},
+	{"a bond's port priorities and queue, which NetworkManager 1.44 and later apply", func(ctx context.Context, e *Env) error {
+		doc := `
+interfaces:
+- name: bond1
+  type: bond
+  state: up
+  link-aggregation:
+    mode: active-backup
+    options: {miimon: "100"}
+    port: [{B}, {C}]
+    ports-config: [{name: {B}, priority: 10}, {name: {C}, priority: -1, queue-id: 2}]
+`
+		if err := e.check(ctx, doc); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, doc); err != nil {
+			return err
+		}
+		// The kernel's bond port attributes (IFLA_BOND_SLAVE_PRIO, queue_id).
+		if err := expect([]string{"ip", "-d", "link", "show", e.NICs.B}, "prio 10"); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "-d", "link", "show", e.NICs.C}, "prio -1", "queue_id 2"); err != nil {
+			return err
+		}
+		return e.Apply(ctx, "interfaces: [{name: bond1, type: bond, state: absent}]")
+	}},
+	{"an IPVLAN, which NetworkManager 1.52 and later apply", func(ctx context.Context, e *Env) error {
+		doc := "interfaces: [{name: ipvlan0, type: ipvlan, state: up, ipvlan: {base-iface: {A}, mode: l2, private: true}}]"
+		if err := e.check(ctx, doc); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, doc); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "-d", "link", "show", "ipvlan0"}, "ipvlan  mode l2 private"); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, "interfaces: [{name: ipvlan0, type: ipvlan, state: absent}]"); err != nil {
+			return err
+		}
+		return gone("ipvlan0")
+	}},
+	{"nmstate's PRP example, an HSR interface, which NetworkManager 1.46 and later apply", func(ctx context.Context, e *Env) error {
+		doc := "interfaces: [{name: hsr0, type: hsr, state: up, hsr: {port1: {B}, port2: {C}, multicast-spec: 40, protocol: prp}}]"
+		if err := e.check(ctx, doc); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, doc); err != nil {
+			return err
+		}
+		// The supervision frames' address ends in the multicast spec (40 is 0x28); proto 1 is PRP.
+		if err := expect([]string{"ip", "-d", "link", "show", "hsr0"}, "slave1 "+e.NICs.B, "slave2 "+e.NICs.C, ":28 ", "proto 1"); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, "interfaces: [{name: hsr0, type: hsr, state: absent}]"); err != nil {
+			return err
+		}
+		return gone("hsr0")
+	}},
+	{"OpenShift Virtualization's localnet bridge over an OVS bond, as published: the kernel datapath", func(ctx context.Context, e *Env) error {
+		doc, err := published.OpenShift("virt-creating-ovs-bridge-mapping-localnet-1.yaml")
+		if err != nil {
+			return err
+		}
+		doc = strings.NewReplacer("eno1np0", e.NICs.B, "eno2np1", e.NICs.C).Replace(doc)
+		if err := e.applyPolicy(ctx, doc); err != nil {
+			return err
+		}
+		if err := expect([]string{"ovs-vsctl", "get", "Open_vSwitch", ".", "external_ids:ovn-bridge-mappings"}, `"provider-network:br1"`); err != nil {
+			return err
+		}
+		if err := expect([]string{"ovs-appctl", "bond/show", "bond1"}, "bond_mode: balance-slb", e.NICs.B, e.NICs.C); err != nil {
+			return err
+		}
+		// No datapath: netdev added: the bridge and its ports are in the kernel's datapath.
+		if err := expect([]string{"ovs-dpctl", "show"}, "system@ovs-system", "br1 (internal)", e.NICs.B, e.NICs.C); err != nil {
+			return err
+		}
+		return e.applyPolicy(ctx, `{"spec": {"desiredState": {"interfaces": [{"name": "br1", "type": "ovs-bridge", "state": "absent"}],
+  "ovn": {"bridge-mappings": [{"localnet": "provider-network", "state": "absent"}]}}}}`)
+	}},
+}
+
+// check is what the handler checks of a policy on this node before it applies it.
+func (e *Env) check(ctx context.Context, doc string) error {
+	doc = strings.NewReplacer("{A}", e.NICs.A, "{B}", e.NICs.B, "{C}", e.NICs.C).Replace(doc)
+	return networkmanager.Backend{Client: e.NM}.Check(ctx, "", []byte(doc))
+}
+
+// applyPolicy applies and commits a policy's desired state as the handler does, Open
+// vSwitch's bridge mappings with it, after checking it against the node's NetworkManager.
+func (e *Env) applyPolicy(ctx context.Context, policy string) error {
+	raw, desired, err := policyDesired(policy)
+	if err != nil {
+		return err
+	}
+	if err := waitForOVSDB(ctx); err != nil {
+		return err
+	}
+	b := networkmanager.Backend{Client: e.NM, OVSDBSocket: ovsdbSocket, Options: networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second}}
+	if err := b.Check(ctx, "", raw); err != nil {
+		return err
+	}
+	tx, err := b.Apply(ctx, desired)
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// waitForOVSDB waits for Open vSwitch, which starts beside NetworkManager.
+func waitForOVSDB(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(ovsdbSocket)
+		return err == nil, nil
+	})
+}
