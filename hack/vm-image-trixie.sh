@@ -73,7 +73,7 @@ r="$work/root"
 echo "0123456789abcdef0123456789abcdef" > "$r/etc/machine-id"
 install_vm_payload "$r"
 echo "vm-image-trixie.sh: making root.img" >&2
-mkfs.ext4 -q -F -L root -d "$r" "$work/root.img" 3G
+mkfs.ext4 -q -F -L root -d "$r" "$work/root.img" 3G >&2
 rm -rf "$r"
 touch "$work/.complete"
 trap - EXIT

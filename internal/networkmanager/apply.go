@@ -354,7 +354,9 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 		}
 		if it.State == state.Down {
 			if hasDev && dev.active != "" && dev.active != "/" {
-				if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".DeactivateConnection", dev.active).Err; err != nil {
+				// Down already (a port its controller's removal took down since it was read) is
+				// what was asked.
+				if err := c.call(ctx, nmdbus.Path, nmdbus.Iface+".DeactivateConnection", dev.active).Err; err != nil && !notActive(err) {
 					return fmt.Errorf("%s: deactivating: %w", it.Name, err)
 				}
 			}
@@ -730,4 +732,10 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// notActive: NetworkManager's answer to deactivating what is not active (any more).
+func notActive(err error) bool {
+	var de dbus.Error
+	return errors.As(err, &de) && de.Name == nmdbus.Iface+".ConnectionNotActive"
 }

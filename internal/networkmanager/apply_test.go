@@ -1,9 +1,13 @@
 package networkmanager
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/godbus/dbus/v5"
 
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
@@ -72,6 +76,21 @@ interfaces:
 	} {
 		if got := names(stages(tc.activating, &applySteps{interfaces: s.Interfaces})); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: stages %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNotActive(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("call: %w", dbus.Error{Name: "org.freedesktop.NetworkManager.ConnectionNotActive"}), true},
+		{dbus.Error{Name: "org.freedesktop.NetworkManager.UnknownConnection"}, false},
+		{errors.New("org.freedesktop.NetworkManager.ConnectionNotActive"), false},
+	} {
+		if got := notActive(tc.err); got != tc.want {
+			t.Errorf("notActive(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

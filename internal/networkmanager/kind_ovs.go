@@ -102,7 +102,8 @@ func setOVSPortSection(s settings, v *state.BridgeVLAN) {
 		case t.IDRange != nil:
 			start, end = t.IDRange.Min, t.IDRange.Max
 		}
-		trunks = append(trunks, map[string]dbus.Variant{"start": dbus.MakeVariant(uint32(start)), "end": dbus.MakeVariant(uint32(end))})
+		// NetworkManager's ranges are 64-bit ("t"): it skips a range of other types.
+		trunks = append(trunks, map[string]dbus.Variant{"start": dbus.MakeVariant(uint64(start)), "end": dbus.MakeVariant(uint64(end))})
 	}
 	if len(trunks) > 0 {
 		s.set("ovs-port", "trunks", trunks)
@@ -210,8 +211,8 @@ func ovsPortVLAN(a settings) *state.BridgeVLAN {
 		v.Tag = &t
 	}
 	for _, r := range dictList(a["ovs-port"]["trunks"]) {
-		start, _ := r["start"].Value().(uint32)
-		end, _ := r["end"].Value().(uint32)
+		start, _ := r["start"].Value().(uint64)
+		end, _ := r["end"].Value().(uint64)
 		if start == end {
 			id := int(start)
 			v.TrunkTags = append(v.TrunkTags, state.TrunkTag{ID: &id})

@@ -144,6 +144,8 @@ type Interface struct {
 	_ struct{} `key:"max-mtu" nmstate:"ignored"`
 	_ struct{} `key:"permanent-mac-address" nmstate:"ignored"`
 	_ struct{} `key:"team" refused:"team is not supported"`
+	_ struct{} `key:"macsec" refused:"MACsec is not applied yet"`
+	_ struct{} `key:"libreswan" refused:"IPsec is not applied yet: nmstate applies it through NetworkManager's libreswan VPN plugin (NetworkManager-libreswan)"`
 	_ struct{} `key:"bridge-vlan" refused:"not applied yet"`
 	// Read in NetworkManager's sources: no alternative-name setting in any release to 1.58.
 	_ struct{} `key:"alt-names" refused:"NetworkManager has no setting for alternative interface names to apply them with (none in any release to 1.58)"`

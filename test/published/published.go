@@ -1,6 +1,6 @@
-// Package published is the test data of published examples (testdata/, INDEX.md), for a
-// test that runs where the files are not: the VM tier's guest applies OpenShift's own
-// policies as published.
+// Package published is the test data of published examples (testdata/, nmstate/, each with
+// its INDEX.md), for a test that runs where the files are not: the VM tier's guest applies
+// OpenShift's own policies and nmstate's own examples as published.
 package published
 
 import (
@@ -8,12 +8,18 @@ import (
 	"io/fs"
 )
 
-//go:embed testdata/openshift/*.yaml
+//go:embed testdata/openshift/*.yaml nmstate/*.yaml
 var files embed.FS
 
 // OpenShift is one of OpenShift's documented policies, by its file name in
 // testdata/openshift.
 func OpenShift(name string) (string, error) {
 	b, err := fs.ReadFile(files, "testdata/openshift/"+name)
+	return string(b), err
+}
+
+// Nmstate is one of nmstate's own example states, by its file name in nmstate/.
+func Nmstate(name string) (string, error) {
+	b, err := fs.ReadFile(files, "nmstate/"+name)
 	return string(b), err
 }

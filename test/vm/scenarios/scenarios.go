@@ -118,7 +118,7 @@ const (
 )
 
 // Suites are each guest's scenarios, in the order they run.
-var Suites = map[string][]Scenario{Bookworm: All, Trixie: trixieScenarios}
+var Suites = map[string][]Scenario{Bookworm: All, Trixie: slices.Concat(trixieScenarios, nmstateScenarios())}
 
 // All are the first guest's scenarios, in the order they run.
 var All = func() []Scenario {

@@ -96,7 +96,7 @@ interfaces:
 		}
 		return gone("hsr0")
 	}},
-	{"OpenShift Virtualization's localnet bridge over an OVS bond, as published: the kernel datapath", func(ctx context.Context, e *Env) error {
+	{"OpenShift Virtualization's localnet bridge over an OVS bond, as published, on the kernel datapath", func(ctx context.Context, e *Env) error {
 		doc, err := published.OpenShift("virt-creating-ovs-bridge-mapping-localnet-1.yaml")
 		if err != nil {
 			return err
