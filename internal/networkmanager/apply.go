@@ -289,7 +289,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err := c.carryOut(ctx, h, pl, desired, opts); err != nil {
 		return fail(err)
 	}
-	diffs, err := c.unconverged(ctx, desired)
+	diffs, err := c.settled(ctx, desired)
 	if err != nil {
 		return fail(err)
 	}
@@ -297,6 +297,27 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		return fail(errors.New("did not converge: " + strings.Join(diffs, "; ")))
 	}
 	return tx, nil
+}
+
+// settleTime is how long after activation what NetworkManager reports may still lag what
+// it did: 1.52 announces a device activated before its IP configuration's D-Bus object
+// carries the static address it set (measured in the VM tier's Debian 13 guest).
+const settleTime = 3 * time.Second
+
+// settled is unconverged once it says nothing, or after settleTime.
+func (c *Client) settled(ctx context.Context, desired state.State) ([]string, error) {
+	deadline := time.Now().Add(settleTime)
+	for {
+		diffs, err := c.unconverged(ctx, desired)
+		if err != nil || len(diffs) == 0 || time.Now().After(deadline) {
+			return diffs, err
+		}
+		select {
+		case <-ctx.Done():
+			return diffs, nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // unconverged reads the state back and says what of desired is not in effect.
