@@ -49,8 +49,8 @@ type Need struct {
 	Capability Capability
 }
 
-// ParseNeeds is Parse, with the fields the state gives that need a capability, in
-// document order.
+// ParseNeeds is Parse, with the fields the state gives that need a capability: the
+// interfaces whose type needs one, then the other fields, each in document order.
 func ParseNeeds(doc []byte) (State, []Need, error) {
 	return parse(doc)
 }
