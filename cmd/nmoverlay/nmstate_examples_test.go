@@ -89,16 +89,7 @@ func TestNmstateExamplesApplied(t *testing.T) {
 
 // TestNmstateTableInDocs: the table in docs/published-examples.md is this data's.
 func TestNmstateTableInDocs(t *testing.T) {
-	doc, err := os.ReadFile(publishedDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin, end = "<!-- nmstate-examples: made by TestNmstateTableInDocs -->\n", "<!-- /nmstate-examples -->"
-	_, rest, ok1 := strings.Cut(string(doc), begin)
-	table, _, ok2 := strings.Cut(rest, end)
-	if want := nmstateTable(readNmstateExamples(t)); !ok1 || !ok2 || table != want {
-		t.Errorf("%s's nmstate-examples table is stale; between the markers it should read:\n%s", publishedDoc, want)
-	}
+	checkDocTable(t, "nmstate-examples", "TestNmstateTableInDocs", nmstateTable(readNmstateExamples(t)))
 }
 
 func nmstateTable(examples []nmstateExample) string {

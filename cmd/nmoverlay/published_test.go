@@ -139,17 +139,20 @@ func TestPublishedExamples(t *testing.T) {
 
 // TestPublishedTableInDocs: the table in docs/published-examples.md is this data's.
 func TestPublishedTableInDocs(t *testing.T) {
-	policies := readPublished(t)
+	checkDocTable(t, "published-examples", "TestPublishedTableInDocs", publishedTable(readPublished(t)))
+}
+
+// checkDocTable: the table between publishedDoc's markers for name (made by test) is want.
+func checkDocTable(t *testing.T, name, test, want string) {
+	t.Helper()
 	doc, err := os.ReadFile(publishedDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- published-examples: made by TestPublishedTableInDocs -->\n", "<!-- /published-examples -->"
-	_, rest, ok1 := strings.Cut(string(doc), begin)
-	table, _, ok2 := strings.Cut(rest, end)
-	want := publishedTable(policies)
+	_, rest, ok1 := strings.Cut(string(doc), "<!-- "+name+": made by "+test+" -->\n")
+	table, _, ok2 := strings.Cut(rest, "<!-- /"+name+" -->")
 	if !ok1 || !ok2 || table != want {
-		t.Errorf("%s's published-examples table is stale; between the markers it should read:\n%s", publishedDoc, want)
+		t.Errorf("%s's %s table is stale; between the markers it should read:\n%s", publishedDoc, name, want)
 	}
 }
 

@@ -46,7 +46,7 @@ type Env struct {
 func (e *Env) Apply(ctx context.Context, policies ...string) error {
 	var sources []state.Source
 	for i, doc := range policies {
-		doc = strings.NewReplacer("{A}", e.NICs.A, "{B}", e.NICs.B, "{C}", e.NICs.C).Replace(doc)
+		doc = e.named(doc)
 		s, err := state.Parse([]byte(doc))
 		if err != nil {
 			return err
@@ -59,6 +59,11 @@ func (e *Env) Apply(ctx context.Context, policies ...string) error {
 		return err
 	}
 	return e.applyCommit(ctx, merged.State, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+}
+
+// named is doc with the NICs' names for {A} {B} {C}.
+func (e *Env) named(doc string) string {
+	return strings.NewReplacer("{A}", e.NICs.A, "{B}", e.NICs.B, "{C}", e.NICs.C).Replace(doc)
 }
 
 // applyCommit applies and commits desired, and records the snapshot when asked to.

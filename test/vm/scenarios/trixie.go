@@ -122,8 +122,7 @@ interfaces:
 
 // check is what the handler checks of a policy on this node before it applies it.
 func (e *Env) check(ctx context.Context, doc string) error {
-	doc = strings.NewReplacer("{A}", e.NICs.A, "{B}", e.NICs.B, "{C}", e.NICs.C).Replace(doc)
-	return networkmanager.Backend{Client: e.NM}.Check(ctx, "", []byte(doc))
+	return networkmanager.Backend{Client: e.NM}.Check(ctx, "", []byte(e.named(doc)))
 }
 
 // applyPolicy applies and commits a policy's desired state as the handler does, Open
