@@ -38,3 +38,21 @@ install_vm_payload() {
   mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
   ln -sf /etc/systemd/system/vm-payload.service "$r/etc/systemd/system/multi-user.target.wants/vm-payload.service"
 }
+
+# finish_vm_image: a VM image builder's last step: the kernel and initrd taken out of
+# $work/root, which is made into $work/root.img, and $work, complete, moved to $DIR, which
+# is printed (the only line on stdout).
+finish_vm_image() {
+  cp "$work"/root/boot/vmlinuz-* "$work/vmlinuz"
+  cp "$work"/root/boot/initrd.img-* "$work/initrd.img"
+  chmod 0644 "$work/vmlinuz" "$work/initrd.img"
+  rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/*
+  echo "$(basename "$0"): making root.img" >&2
+  mkfs.ext4 -q -F -L root -d "$work/root" "$work/root.img" 3G >&2
+  rm -rf "$work/root"
+  touch "$work/.complete"
+  trap - EXIT
+  rm -rf "$DIR"
+  mv "$work" "$DIR"
+  echo "$DIR"
+}

@@ -65,18 +65,6 @@ install -m 0644 "$src/src/core/devices/ovs/libnm-device-plugin-ovs.so" "$plugins
 printf '[main]\nplugins=keyfile\n' > "$work/root/etc/NetworkManager/NetworkManager.conf"
 rm -rf "$work/build"
 
-cp "$work"/root/boot/vmlinuz-* "$work/vmlinuz"
-cp "$work"/root/boot/initrd.img-* "$work/initrd.img"
-chmod 0644 "$work/vmlinuz" "$work/initrd.img"
-rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/*
-r="$work/root"
-echo "0123456789abcdef0123456789abcdef" > "$r/etc/machine-id"
-install_vm_payload "$r"
-echo "vm-image-trixie.sh: making root.img" >&2
-mkfs.ext4 -q -F -L root -d "$r" "$work/root.img" 3G >&2
-rm -rf "$r"
-touch "$work/.complete"
-trap - EXIT
-rm -rf "$DIR"
-mv "$work" "$DIR"
-echo "$DIR"
+echo "0123456789abcdef0123456789abcdef" > "$work/root/etc/machine-id"
+install_vm_payload "$work/root"
+finish_vm_image

@@ -47,18 +47,5 @@ make -s -C "/usr/src/linux-headers-$kver" M="$work/netdevsim" CONFIG_NETDEVSIM=m
 strip --strip-debug "$work/netdevsim/netdevsim.ko"
 install -D -m 0644 "$work/netdevsim/netdevsim.ko" "$work/root/lib/modules/$kver/extra/netdevsim.ko"
 depmod -b "$work/root" "$kver"
-cp "$work"/root/boot/vmlinuz-* "$work/vmlinuz"
-cp "$work"/root/boot/initrd.img-* "$work/initrd.img"
-chmod 0644 "$work/vmlinuz" "$work/initrd.img"
-rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/*
-
-r="$work/root"
-install_vm_payload "$r"
-echo "vm-image.sh: making root.img" >&2
-mkfs.ext4 -q -F -L root -d "$r" "$work/root.img" 3G
-rm -rf "$r"
-touch "$work/.complete"
-trap - EXIT
-rm -rf "$DIR"
-mv "$work" "$DIR"
-echo "$DIR"
+install_vm_payload "$work/root"
+finish_vm_image
