@@ -94,6 +94,9 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 			}
 		}
 	}
+	if err := h.portsNamingController(pl, ordered); err != nil {
+		return nil, err
+	}
 	touch := func(name string) {
 		if !in[name] {
 			in[name] = true
@@ -162,6 +165,41 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 	pl.interfaces = interfaces
 	pl.deletes = h.deletes(interfaces, prune)
 	return pl, nil
+}
+
+// portsNamingController makes each interface that names its controller (controller:)
+// and is in no port list a port of that controller: one in the desired state, or else
+// one the node has, whose other ports stay as they are.
+func (h *host) portsNamingController(pl *applySteps, ordered []state.Interface) error {
+	for _, it := range ordered {
+		if it.State == state.Absent || it.Controller == nil || *it.Controller == "" || pl.perIface[it.Key()].port != nil {
+			continue
+		}
+		name := *it.Controller
+		ctrl := state.Interface{Name: name}
+		if i := slices.IndexFunc(ordered, func(o state.Interface) bool { return o.Name == name && o.Type != state.OVSPort }); i >= 0 {
+			ctrl = ordered[i]
+		}
+		if d, ok := h.devs[name]; ok && ctrl.Type == "" {
+			ctrl.Type = d.typ
+		}
+		k := kinds[ctrl.Type]
+		switch {
+		case ctrl.Type == "":
+			return fmt.Errorf("%s.controller: %q is neither in the desired state nor on the node", it.Name, name)
+		case ctrl.Type == state.OVSBridge || ctrl.Type == state.OVSInterface:
+			return fmt.Errorf("%s.controller: %q is an Open vSwitch bridge or interface: name the port in the bridge's port list, which makes its OVS port", it.Name, name)
+		case k == nil || k.portType == "":
+			return fmt.Errorf("%s.controller: %q is of type %s, which has no ports", it.Name, name, ctrl.Type)
+		}
+		p := pl.perIface[it.Key()]
+		p.port = &portOf{controller: name, kind: k.portType, keepsIP: k.portsKeepIP, write: k.writePort}
+		if k.portEntry != nil && ctrl.Section != nil {
+			p.port.entry = k.portEntry(ctrl, it.Name)
+		}
+		pl.perIface[it.Key()] = p
+	}
+	return nil
 }
 
 // stepsOfOVSBridge plans the OVS port profiles of an OVS bridge, which NetworkManager puts

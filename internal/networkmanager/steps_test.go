@@ -536,3 +536,44 @@ func TestInfiniBandDevices(t *testing.T) {
 		t.Errorf("profile %v", p)
 	}
 }
+
+// A port that names its controller (controller:) is planned as a port of it, whether the
+// controller is in the desired state or only on the node; what has no ports is refused.
+func TestPlanPortNamingController(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		kind      string // the port's slave-type; "" for none
+		err       string
+	}{
+		{"a bond in the state", `interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup}}, {name: eth1, controller: bond0}]`, "bond", ""},
+		{"a bridge on the node", `interfaces: [{name: eth1, controller: br0}]`, "bridge", ""},
+		{"a VRF on the node", `interfaces: [{name: eth1, controller: vrf0}]`, "vrf", ""},
+		{"a port of none", `interfaces: [{name: eth1, controller: ""}]`, "", ""},
+		{"an ethernet", `interfaces: [{name: eth1, controller: eth2}]`, "", `"eth2" is of type ethernet, which has no ports`},
+		{"nothing of that name", `interfaces: [{name: eth1, controller: nope0}]`, "", `"nope0" is neither in the desired state nor on the node`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost(map[string]settings{"eth1": ipProfile("manual", true, "disabled", nil), "eth2": ipProfile("manual", true, "disabled", nil)}, state.State{})
+			h.devs["br0"] = device{name: "br0", typ: state.LinuxBridge}
+			h.devs["vrf0"] = device{name: "vrf0", typ: state.VRF}
+			desired, ordered := mustParse(t, tc.doc)
+			pl, err := h.steps(desired, ordered, true)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := pl.perIface["eth1"].port
+			switch {
+			case tc.kind == "" && port != nil:
+				t.Errorf("eth1 planned as a port of %s, want none", port.controller)
+			case tc.kind != "" && (port == nil || port.kind != tc.kind):
+				t.Errorf("eth1 planned as %+v, want a %s port", port, tc.kind)
+			}
+		})
+	}
+}

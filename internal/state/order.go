@@ -19,10 +19,12 @@ func Order(s State) ([]Interface, error) {
 	deps := map[string][]string{}
 	base := map[string]string{} // the interface each is built on
 	for _, it := range s.Interfaces {
-		for _, r := range it.refsOf(RefBase, RefPort) {
+		for _, r := range it.refsOf(RefBase, RefPort, RefController) {
 			switch r.Kind {
 			case RefBase:
 				base[it.Name] = r.Name
+				deps[it.Name] = append(deps[it.Name], r.Name)
+			case RefController:
 				deps[it.Name] = append(deps[it.Name], r.Name)
 			case RefPort:
 				deps[r.Name] = append(deps[r.Name], it.Key()) // br-ex's internal interface after the bridge br-ex

@@ -317,6 +317,18 @@ var invalidDocs = []struct {
 	{"mtu out of range", "interfaces: [{name: eth1, type: ethernet, mtu: 70000}]", "interfaces[0].mtu", "70000 is out of range 68..65535"},
 	{"copy-mac-from and mac-address", `interfaces: [{name: br1, type: linux-bridge, copy-mac-from: eth1, mac-address: "02:00:00:00:00:01"}]`,
 		"interfaces[0].copy-mac-from", "not both"},
+	{"controller itself", "interfaces: [{name: eth1, type: ethernet, controller: eth1}]", "interfaces[0].controller", "cannot be its own controller"},
+	{"controller not a name", "interfaces: [{name: eth1, type: ethernet, controller: 3}]", "interfaces[0].controller", "must be a string"},
+	{"controller and another's list", "interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1}]}}, {name: eth1, type: ethernet, controller: bond0}]",
+		"interfaces[1].controller", `"br0" lists it as its port; an interface has one controller`},
+	{"no controller, but listed", `interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}, {name: eth1, type: ethernet, controller: ""}]`,
+		"interfaces[1].controller", "makes it a port of none"},
+	{"controller listing its ports without it", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth2]}}, {name: eth1, type: ethernet, controller: bond0}]",
+		"interfaces[1].controller", "lists its ports without it"},
+	{"controller an ovs bridge", "interfaces: [{name: br1, type: ovs-bridge, bridge: {port: [{name: eth2}]}}, {name: eth1, type: ethernet, controller: br1}]",
+		"interfaces[1].controller", "is an OVS bridge"},
+	{"controller removed", "interfaces: [{name: bond0, state: absent}, {name: eth1, type: ethernet, controller: bond0}]",
+		"interfaces[1].controller", "is removed by interfaces[0]"},
 	{"copy-mac-from itself", "interfaces: [{name: br1, type: linux-bridge, copy-mac-from: br1}]", "interfaces[0].copy-mac-from", "is this interface"},
 	{"negative route metric", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, dhcp: true, auto-route-metric: -1}}]",
 		"interfaces[0].ipv4.auto-route-metric", "out of range 0..4294967295"},
@@ -522,6 +534,19 @@ func TestParseOVSDocs(t *testing.T) {
 	}
 	if iface := ordered[1]; iface.Type != OVSInterface || *iface.CopyMACFrom != "enp2s0" || *iface.IPv4.AutoRouteMetric != 48 {
 		t.Errorf("br-ex interface: %+v", iface)
+	}
+}
+
+// A port that names its controller comes after it, as one its controller lists does.
+func TestOrderPortNamingController(t *testing.T) {
+	s, err := Parse([]byte(`interfaces:
+- {name: eth1, type: ethernet, controller: bond0}
+- {name: bond0, type: bond, link-aggregation: {mode: active-backup}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, keys := orderedKeys(t, s); keys != "bond0 eth1" {
+		t.Errorf("order: %v", keys)
 	}
 }
 

@@ -13,6 +13,8 @@ const (
 	RefPort
 	// RefMACSource: the interface whose MAC address it takes (copy-mac-from).
 	RefMACSource
+	// RefController: its controller, named on the port (controller).
+	RefController
 )
 
 // Reference is one mention of another interface in an interface's fields.
@@ -39,6 +41,9 @@ func (it Interface) References() []Reference {
 	}
 	if it.CopyMACFrom != nil {
 		add(RefMACSource, "copy-mac-from", it.CopyMACFrom)
+	}
+	if it.Controller != nil && *it.Controller != "" {
+		add(RefController, "controller", it.Controller)
 	}
 	return refs
 }
@@ -72,6 +77,10 @@ func (it Interface) renamed(rename func(string) string) Interface {
 	if it.CopyMACFrom != nil {
 		v := *it.CopyMACFrom
 		it.CopyMACFrom = &v
+	}
+	if it.Controller != nil {
+		v := *it.Controller
+		it.Controller = &v
 	}
 	it.Section = copySection(it.Section)
 	for _, r := range it.References() {

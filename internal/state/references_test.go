@@ -28,6 +28,8 @@ func TestReferences(t *testing.T) {
 		{name: "a VRF: its ports", it: Interface{Section: &VRFConfig{Port: []string{"eth1"}}}, want: []string{ref(RefPort, "vrf.port[0]", "eth1")}},
 		{name: "a MAC source", it: Interface{CopyMACFrom: ptr("eth1"), Section: &BondConfig{Port: []string{"eth1"}}},
 			want: []string{ref(RefPort, "link-aggregation.port[0]", "eth1"), ref(RefMACSource, "copy-mac-from", "eth1")}},
+		{name: "a port: its controller", it: Interface{Controller: ptr("bond0")}, want: []string{ref(RefController, "controller", "bond0")}},
+		{name: "a port of none: none", it: Interface{Controller: ptr("")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

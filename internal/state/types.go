@@ -137,7 +137,6 @@ type Interface struct {
 	_ struct{} `key:"dpdk" refused:"DPDK interfaces are not supported"`
 	_ struct{} `key:"802.1x" refused:"802.1X is not supported"`
 	_ struct{} `key:"dispatch" refused:"dispatch scripts are not supported"`
-	_ struct{} `key:"controller" refused:"name the port in its controller's port list instead"`
 	// What nmstate reports and ignores when applying: a state copied from a
 	// NodeNetworkState applies.
 	_ struct{} `key:"min-mtu" nmstate:"ignored"`
@@ -165,10 +164,14 @@ type Interface struct {
 	MACAddress  *string `json:"mac-address,omitempty"`
 	// CopyMACFrom names the interface whose MAC address this one takes, read when applied
 	// (br-ex takes its uplink's, so that DHCP leases and switch ports stay the same).
-	CopyMACFrom *string   `json:"copy-mac-from,omitempty"`
-	IPv4        *IPConfig `json:"ipv4,omitempty"`
-	IPv6        *IPConfig `json:"ipv6,omitempty"`
-	LLDP        *LLDP     `json:"lldp,omitempty"`
+	CopyMACFrom *string `json:"copy-mac-from,omitempty"`
+	// Controller makes the interface a port of the named bond, Linux bridge or VRF, as
+	// listing it in that controller's port list does (nmstate's other way to say it); ""
+	// makes it a port of none.
+	Controller *string   `json:"controller,omitempty"`
+	IPv4       *IPConfig `json:"ipv4,omitempty"`
+	IPv6       *IPConfig `json:"ipv6,omitempty"`
+	LLDP       *LLDP     `json:"lldp,omitempty"`
 	// Ethtool is the ethtool section: offload features.
 	Ethtool *EthtoolConfig `json:"ethtool,omitempty"`
 	// WaitIP is the families the interface must have an address of to count as up: any,

@@ -105,13 +105,14 @@ func Validate(s State) field.Errors {
 			continue
 		}
 		p := index("interfaces", i)
-		for _, ref := range it.refsOf(RefBase, RefPort) {
+		for _, ref := range it.refsOf(RefBase, RefPort, RefController) {
 			if j, ok := byName[ref.Name]; ok && s.Interfaces[j].State == Absent {
 				fail(join(p, ref.Field), "%q is removed by interfaces[%d] (state: absent) in the same desired state", ref.Name, j)
 			}
 		}
 	}
 	validateOVSPorts(s, byName, controllerOf, fail)
+	validateControllers(s, byName, controllerOf, fail)
 	if s.RouteRules != nil {
 		for i, r := range s.RouteRules.Config {
 			validateRouteRule(index("route-rules.config", i), r, fail)
@@ -402,5 +403,46 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 	}
 	if r.State == "absent" && r.Destination == "" && r.NextHopInterface == "" && r.NextHopAddress == "" && (r.TableID == nil || *r.TableID == 0) {
 		fail(p, "an absent route must name a destination, next-hop-interface, next-hop-address or table-id: every field left out matches any route, so this one would remove them all")
+	}
+}
+
+// validateControllers checks the ports that name their controller (controller:) against
+// the controllers' port lists, as nmstate does: a port list that is given is the whole of
+// the controller's ports, so it must name the port too, and no other controller may list
+// it; "" (a port of none) contradicts any list naming it.
+func validateControllers(s State, byName map[string]int, controllerOf map[string]string, fail func(string, string, ...any)) {
+	for i, it := range s.Interfaces {
+		if it.State == Absent || it.Controller == nil {
+			continue
+		}
+		p := join(index("interfaces", i), "controller")
+		c := *it.Controller
+		listedBy, listed := controllerOf[it.Name]
+		switch {
+		case c == it.Name:
+			fail(p, "%q is this interface: an interface cannot be its own controller", c)
+			continue
+		case c != "" && checkIfname(c) != "":
+			fail(p, "%q %s", c, checkIfname(c))
+			continue
+		case listed && c == "":
+			fail(p, "\"\" makes it a port of none, but %q lists it as its port", listedBy)
+			continue
+		case listed && listedBy != c:
+			fail(p, "%q, but %q lists it as its port; an interface has one controller", c, listedBy)
+			continue
+		}
+		if _, ovs := byName[Interface{Name: c, Type: OVSBridge}.Key()]; ovs && c != "" {
+			fail(p, "%q is an OVS bridge: name the port in the bridge's port list, which makes its OVS port", c)
+			continue
+		}
+		j, given := byName[c]
+		if c == "" || !given || listed {
+			continue
+		}
+		ctrl := s.Interfaces[j]
+		if ports := ctrl.portNames(); len(ports) > 0 {
+			fail(p, "%q (interfaces[%d]) lists its ports without it: list it there too, or leave controller out", c, j)
+		}
 	}
 }

@@ -17,8 +17,14 @@ func Verify(desired, current State) []string {
 	var diffs []string
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 	cur := map[string]Interface{}
+	controllerOf := map[string]string{}
 	for _, it := range current.Interfaces {
 		cur[it.Key()] = it
+		for _, port := range it.portNames() {
+			if port != it.Name { // an OVS bridge's internal interface
+				controllerOf[port] = it.Name
+			}
+		}
 	}
 	for _, want := range desired.Interfaces {
 		got, exists := cur[want.Key()]
@@ -44,6 +50,9 @@ func Verify(desired, current State) []string {
 			continue
 		}
 		verifyInterface(add, want, got)
+		if c := want.Controller; c != nil && controllerOf[want.Name] != *c {
+			add("%s.controller: %s, want %s", n, orNone(controllerOf[want.Name]), orNone(*c))
+		}
 	}
 	verifyRoutes(add, desired.Routes, current.Routes)
 	verifyDNS(add, desired.DNSResolver, current.DNSResolver)

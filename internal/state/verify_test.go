@@ -39,6 +39,8 @@ interfaces:
     - {name: eth4, vlan: {mode: trunk, enable-native: true, tag: 10, trunk-tags: [{id: 100}, {id-range: {min: 200, max: 202}}]}}
     - {name: eth5, vlan: {mode: access, tag: 20}}
 - {name: vrf1, type: vrf, vrf: {port: [eth6], route-table-id: 10}}
+- {name: eth6, type: ethernet, controller: vrf1}
+- {name: eth7, type: ethernet, controller: ""}
 - {name: eth1.7, type: vlan, vlan: {id: 7, base-iface: eth1}}
 - {name: mv0, type: mac-vlan, mac-vlan: {base-iface: eth1, mode: bridge}}
 - {name: vx0, type: vxlan, vxlan: {id: 42, base-iface: eth1, remote: 192.0.2.9}}
@@ -84,6 +86,8 @@ interfaces:
     - {name: eth4, vlan: {mode: trunk, enable-native: true, tag: 10, trunk-tags: [{id: 100}, {id: 200}, {id-range: {min: 201, max: 202}}]}}
     - {name: eth5, vlan: {mode: access, tag: 20}}
 - {name: vrf1, type: vrf, state: up, vrf: {port: [eth6], route-table-id: 10}}
+- {name: eth6, type: ethernet, state: up}
+- {name: eth7, type: ethernet, state: up}
 - {name: eth1.7, type: vlan, state: up, vlan: {id: 7, base-iface: eth1}}
 - {name: mv0, type: mac-vlan, state: up, mac-vlan: {base-iface: eth1, mode: bridge}}
 - {name: vx0, type: vxlan, state: up, vxlan: {id: 42, base-iface: eth1, remote: 192.0.2.9}}
@@ -158,6 +162,11 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"access tag", func(s *State) { *SectionOf[*BridgeConfig](*iface(s, "br0")).Port[1].VLAN.Tag = 21 }, "br0.bridge.port[name=eth5].vlan"},
 		{"vrf table", func(s *State) { SectionOf[*VRFConfig](*iface(s, "vrf1")).RouteTableID = 11 }, "vrf1.vrf.route-table-id"},
 		{"vrf ports", func(s *State) { SectionOf[*VRFConfig](*iface(s, "vrf1")).Port = nil }, "vrf1.vrf.port"},
+		{"controller", func(s *State) { SectionOf[*VRFConfig](*iface(s, "vrf1")).Port = nil }, "eth6.controller: none, want vrf1"},
+		{"controller none", func(s *State) {
+			b := SectionOf[*BondConfig](*iface(s, "bond0"))
+			b.Port = append(b.Port, "eth7")
+		}, "eth7.controller: bond0, want none"},
 		{"vlan id", func(s *State) { SectionOf[*VLANConfig](*iface(s, "eth1.7")).ID = 8 }, "eth1.7.vlan"},
 		{"mac-vlan mode", func(s *State) { SectionOf[*MACVLANConfig](*iface(s, "mv0")).Mode = "vepa" }, "mv0.mac-vlan"},
 		{"vxlan remote", func(s *State) { SectionOf[*VXLANConfig](*iface(s, "vx0")).Remote = "192.0.2.8" }, "vx0.vxlan"},

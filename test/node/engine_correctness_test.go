@@ -214,6 +214,20 @@ interfaces:
 		Expect(ip("-6", "addr", "show", "eth2")).NotTo(ContainSubstring("inet6"))
 	})
 
+	It("a port naming its controller (controller:) joins it, from another policy or on the node; controller \"\" takes it out", func() {
+		bridge := `interfaces: [{name: br3, type: linux-bridge, state: up, bridge: {options: {stp: {enabled: false}}}}]`
+		apply(bridge, `interfaces: [{name: eth2, type: ethernet, state: up, controller: br3}]`)
+		Expect(ip("link", "show", "eth2")).To(ContainSubstring("master br3"))
+		// A bridge the node has, which this state leaves out: eth3 joins, eth2 stays.
+		applyAdding(`interfaces: [{name: eth3, type: ethernet, state: up, controller: br3}]`)
+		Expect(ip("link", "show", "eth3")).To(ContainSubstring("master br3"))
+		Expect(ip("link", "show", "eth2")).To(ContainSubstring("master br3"))
+		apply(bridge, `interfaces: [{name: eth2, type: ethernet, state: up, controller: ""}]`)
+		Expect(ip("link", "show", "eth2")).NotTo(ContainSubstring("master"))
+		Expect(ip("link", "show", "eth3")).NotTo(ContainSubstring("master"), "pruned: no policy names it")
+		apply(`interfaces: [{name: br3, state: absent}]`)
+	})
+
 	// This host's kernel has no bonding (the VM tier removes bonds): a bridge is a
 	// controller all the same.
 	It("removing a controller without prune removes its ports' profiles too", func() {
