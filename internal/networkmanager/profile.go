@@ -421,6 +421,14 @@ func routeData(r state.Route, pfx netip.Prefix) map[string]dbus.Variant {
 	if r.TableID != nil && *r.TableID != 0 {
 		rd["table"] = dbus.MakeVariant(uint32(*r.TableID))
 	}
+	if r.Source != "" {
+		rd["src"] = dbus.MakeVariant(r.Source)
+	}
+	if r.Cwnd != nil {
+		// The kernel ignores a congestion window that is not locked (ip-route(8)).
+		rd["cwnd"] = dbus.MakeVariant(uint32(*r.Cwnd))
+		rd["lock-cwnd"] = dbus.MakeVariant(true)
+	}
 	return rd
 }
 

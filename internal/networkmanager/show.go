@@ -153,6 +153,9 @@ type Snapshot struct {
 	// Sysfs are the kernel attributes each kind reads back (kind.sysfs), by device name
 	// and path under /sys/class/net/<name>.
 	Sysfs map[string]map[string]string `json:"sysfs,omitempty"`
+	// KernelRoutes are the kernel's unicast routes, read only when an applied profile
+	// gives a route a source or a congestion window, which RouteData does not report.
+	KernelRoutes []kernelRoute `json:"kernel-routes,omitempty"`
 }
 
 // Snapshot reads what Show translates.
@@ -164,6 +167,11 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	devs := objs.devices()
 	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{},
 		Sysfs: readSysfs(objs, devs, c.sysfsRoot())}
+	if routeAttributesApplied(snap.Applied) {
+		if snap.KernelRoutes, err = readKernelRoutes(); err != nil {
+			return Snapshot{}, err
+		}
+	}
 	for _, d := range devs {
 		if caps, _ := objs[d.path][nmdbus.DeviceIface]["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
 			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
@@ -247,6 +255,11 @@ func (snap Snapshot) State() state.State {
 			}
 		}
 		s.Interfaces = append(s.Interfaces, it)
+	}
+	if snap.KernelRoutes != nil {
+		for i, r := range routes.Running {
+			routes.Running[i] = withKernelAttributes(r, snap.KernelRoutes)
+		}
 	}
 	sort.Slice(routes.Running, func(i, j int) bool { return routeSortKey(routes.Running[i]) < routeSortKey(routes.Running[j]) })
 	sort.Slice(routes.Config, func(i, j int) bool { return routeSortKey(routes.Config[i]) < routeSortKey(routes.Config[j]) })
@@ -479,6 +492,15 @@ func runningRoute(r map[string]dbus.Variant, dev string) state.Route {
 		table = int(t)
 	}
 	rt.TableID = &table
+	// Attributes a profile's route-data holds; NetworkManager's RouteData of a running
+	// route has none of them (Snapshot.KernelRoutes has).
+	if src, ok := r["src"].Value().(string); ok {
+		rt.Source = src
+	}
+	if c, ok := r["cwnd"].Value().(uint32); ok {
+		cwnd := int(c)
+		rt.Cwnd = &cwnd
+	}
 	return rt
 }
 

@@ -104,3 +104,5 @@ func (b *BondConfig) verify(add addFunc, it Interface, got Section) {
 		verifyField(add, path+".queue-id", want.QueueID, have.QueueID)
 	}
 }
+
+func (b *BondConfig) addPort(name string) { b.Port = append(b.Port, name) }

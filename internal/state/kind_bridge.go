@@ -424,3 +424,5 @@ func (v *BridgeVLAN) String() string {
 	}
 	return s
 }
+
+func (b *BridgeConfig) addPort(name string) { b.Port = append(b.Port, BridgePort{Name: name}) }

@@ -35,3 +35,5 @@ func (v *VRFConfig) verify(add addFunc, it Interface, got Section) {
 	}
 	verifyPorts(add, n+".vrf.port", v.Port, g.Port)
 }
+
+func (v *VRFConfig) addPort(name string) { v.Port = append(v.Port, name) }

@@ -71,6 +71,8 @@ func Merge(sources []Source) (Merged, error) {
 		m.State.DNSResolver.Interfaces = namedBy(sorted, m.Owners["dns-resolver"])
 	}
 
+	adoptPorts(&m.State)
+
 	// What no single policy shows: two controllers claiming one port, a VLAN on an
 	// interface another policy removes.
 	if len(conflicts) == 0 {

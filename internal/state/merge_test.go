@@ -88,6 +88,10 @@ func TestMergeConflicts(t *testing.T) {
 			`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}]`,
 			`interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1}]}}]`,
 			"interfaces[name=br0].bridge.port", "p1,p2"},
+		{"a port naming a controller another lists it in",
+			`interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}]`,
+			`interfaces: [{name: eth1, controller: br0}]`,
+			"interfaces[name=eth1].controller", "p1,p2"},
 		{"vlan on a base another policy removes",
 			`interfaces: [{name: bond0, state: absent}]`,
 			`interfaces: [{name: bond0.5, type: vlan, vlan: {id: 5, base-iface: bond0}}]`,
@@ -110,6 +114,28 @@ func TestMergeConflicts(t *testing.T) {
 				t.Errorf("names the way out (deleting the policy) = %v, want %v: %v", got, undoes, err)
 			}
 		})
+	}
+}
+
+// A port naming its controller joins the ports another policy gives it, as it would
+// joining them on the node after that policy; the other policy's state is unchanged.
+func TestMergePortNamingController(t *testing.T) {
+	bridge := mustParse(t, `interfaces: [{name: br0, type: linux-bridge, bridge: {port: [{name: eth1}]}}]`)
+	m, err := Merge([]Source{{"p1", bridge}, {"p2", mustParse(t, `interfaces: [{name: eth2, type: ethernet, controller: br0}]`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range m.State.Interfaces {
+		if it.Name == "br0" {
+			got = it.portNames()
+		}
+	}
+	if !slices.Equal(got, []string{"eth1", "eth2"}) {
+		t.Errorf("br0's ports: %v, want [eth1 eth2]", got)
+	}
+	if ports := bridge.Interfaces[0].portNames(); !slices.Equal(ports, []string{"eth1"}) {
+		t.Errorf("the bridge policy's own state changed: %v", ports)
 	}
 }
 

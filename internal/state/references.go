@@ -103,3 +103,30 @@ func portRefs(ref func(RefKind, string, *string), ports []string) {
 		ref(RefPort, index("port", i), &ports[i])
 	}
 }
+
+// portAdder is a section with a list of ports that a port naming its controller
+// (controller:) joins.
+type portAdder interface{ addPort(name string) }
+
+// adoptPorts adds each port that names its controller to that controller's port list,
+// when the state has the controller and its list lacks the port: nmstate applies
+// policies one after another, each port joining the ports its controller has, and the
+// merged state must say the same of the controller. The controller's section is copied
+// first: the sources' stay as they were.
+func adoptPorts(s *State) {
+	for _, it := range s.Interfaces {
+		if it.State == Absent || it.Controller == nil || *it.Controller == "" {
+			continue
+		}
+		for j := range s.Interfaces {
+			ctrl := &s.Interfaces[j]
+			if ctrl.Name != *it.Controller || ctrl.State == Absent || slices.Contains(ctrl.portNames(), it.Name) {
+				continue
+			}
+			if _, ok := ctrl.Section.(portAdder); ok {
+				ctrl.Section = copySection(ctrl.Section)
+				ctrl.Section.(portAdder).addPort(it.Name)
+			}
+		}
+	}
+}

@@ -264,8 +264,6 @@ type Route struct {
 	_ struct{} `key:"weight" refused:"ECMP weights are not applied yet"`
 	_ struct{} `key:"route-type" refused:"blackhole, unreachable and prohibit routes are not applied yet: such a route has no next-hop interface, and nmoverlay places and verifies routes on theirs"`
 	_ struct{} `key:"vrf-name" refused:"not applied yet: give the route its VRF's route-table-id as its table-id"`
-	_ struct{} `key:"cwnd" refused:"not applied yet"`
-	_ struct{} `key:"source" refused:"not applied yet"`
 	_ struct{} `key:"initcwnd" refused:"not applied yet"`
 	_ struct{} `key:"initrwnd" refused:"not applied yet"`
 	_ struct{} `key:"mtu" refused:"not applied yet"`
@@ -277,7 +275,11 @@ type Route struct {
 	NextHopInterface string `json:"next-hop-interface,omitempty"`
 	Metric           *int   `json:"metric,omitempty" nmstate:"range=0..u32"`
 	TableID          *int   `json:"table-id,omitempty" nmstate:"range=0..u32"`
-	State            string `json:"state,omitempty"` // "" or "absent"
+	// Source is the address the node sends from over the route (the kernel's prefsrc).
+	Source string `json:"source,omitempty"`
+	// Cwnd is the TCP congestion window the route fixes (locked, as ip-route's "lock").
+	Cwnd  *int   `json:"cwnd,omitempty" nmstate:"range=1..u32"`
+	State string `json:"state,omitempty"` // "" or "absent"
 }
 
 // IsDefault says whether r is a default route (IPv4 or IPv6).

@@ -394,6 +394,15 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 			fail(join(p, "next-hop-address"), "%s and destination %s are of different IP families", r.NextHopAddress, r.Destination)
 		}
 	}
+	if r.Source != "" {
+		src, err := netip.ParseAddr(r.Source)
+		switch {
+		case err != nil:
+			fail(join(p, "source"), "%q is not an IP address", r.Source)
+		case dst.IsValid() && src.Is4() != dst.Addr().Is4():
+			fail(join(p, "source"), "%s and destination %s are of different IP families", r.Source, r.Destination)
+		}
+	}
 	if r.NextHopInterface != "" {
 		if e := checkIfname(r.NextHopInterface); e != "" {
 			fail(join(p, "next-hop-interface"), "%q %s", r.NextHopInterface, e)

@@ -265,6 +265,12 @@ func routeMatches(want, got Route) bool {
 	if want.Metric != nil && (got.Metric == nil || *got.Metric != *want.Metric) {
 		return false
 	}
+	if want.Source != "" && !sameIP(want.Source, got.Source) {
+		return false
+	}
+	if want.Cwnd != nil && (got.Cwnd == nil || *got.Cwnd != *want.Cwnd) {
+		return false
+	}
 	return tableOf(want) == tableOf(got)
 }
 
@@ -284,7 +290,10 @@ func (r Route) Selects(other Route) bool {
 	if r.TableID != nil && *r.TableID != 0 && *r.TableID != tableOf(other) {
 		return false
 	}
-	return true
+	if r.Source != "" && !sameIP(r.Source, other.Source) {
+		return false
+	}
+	return r.Cwnd == nil || other.Cwnd != nil && *other.Cwnd == *r.Cwnd
 }
 
 // Family is 4 or 6 for a route whose destination or next hop says which, 0 otherwise.
@@ -303,7 +312,8 @@ func (r Route) Family() int {
 func (r Route) String() string {
 	var parts []string
 	for _, kv := range [][2]string{{"destination", r.Destination}, {"next-hop-interface", r.NextHopInterface},
-		{"next-hop-address", r.NextHopAddress}, {"table-id", intOrEmpty(r.TableID)}, {"metric", intOrEmpty(r.Metric)}} {
+		{"next-hop-address", r.NextHopAddress}, {"table-id", intOrEmpty(r.TableID)}, {"metric", intOrEmpty(r.Metric)},
+		{"source", r.Source}, {"cwnd", intOrEmpty(r.Cwnd)}} {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+"="+kv[1])
 		}

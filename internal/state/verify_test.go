@@ -47,7 +47,7 @@ interfaces:
 - {name: gone0, state: absent}
 routes:
   config:
-  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100}
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100, source: 192.0.2.1, cwnd: 20}
   - {destination: 203.0.113.0/24, state: absent}
 dns-resolver:
   config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
@@ -93,9 +93,9 @@ interfaces:
 - {name: vx0, type: vxlan, state: up, vxlan: {id: 42, base-iface: eth1, remote: 192.0.2.9}}
 routes:
   config:
-  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100}
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100, source: 192.0.2.1, cwnd: 20}
   running:
-  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100}
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100, source: 192.0.2.1, cwnd: 20}
   - {destination: 203.0.113.0/24, next-hop-interface: eth1, table-id: 254}
 dns-resolver:
   config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
@@ -171,6 +171,8 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"mac-vlan mode", func(s *State) { SectionOf[*MACVLANConfig](*iface(s, "mv0")).Mode = "vepa" }, "mv0.mac-vlan"},
 		{"vxlan remote", func(s *State) { SectionOf[*VXLANConfig](*iface(s, "vx0")).Remote = "192.0.2.8" }, "vx0.vxlan"},
 		{"route metric", func(s *State) { *s.Routes.Running[0].Metric = 51 }, "routes.config[destination=198.51.100.0/24"},
+		{"route source", func(s *State) { s.Routes.Running[0].Source = "192.0.2.2" }, "routes.config[destination=198.51.100.0/24"},
+		{"route cwnd", func(s *State) { s.Routes.Running[0].Cwnd = nil }, "routes.config[destination=198.51.100.0/24"},
 		{"route table", func(s *State) { *s.Routes.Running[0].TableID = 254 }, "routes.config[destination=198.51.100.0/24"},
 		{"absent route", func(s *State) {
 			s.Routes.Config = append(s.Routes.Config, Route{Destination: "203.0.113.0/24", NextHopInterface: "eth9", TableID: ptr(7)})

@@ -63,6 +63,31 @@ interfaces:
 		}
 		return e.Apply(ctx, "interfaces: [{name: bond1, type: bond, state: absent}]")
 	}},
+	{"a route with a source address and a locked congestion window, verified from the kernel's routes", func(ctx context.Context, e *Env) error {
+		// The first route of nmstate's eth1_add_route.yml, on NIC B.
+		if err := e.Apply(ctx, `
+interfaces:
+- {name: {B}, type: ethernet, state: up, ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.251, prefix-length: 24}]}}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: {B}, metric: 150, table-id: 254, source: 192.0.2.251, cwnd: 20}
+`); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "route", "show", "198.51.100.0/24"}, "src 192.0.2.251", "metric 150", "cwnd lock 20"); err != nil {
+			return err
+		}
+		s, err := e.NM.Show(ctx)
+		if err != nil {
+			return err
+		}
+		if i := slices.IndexFunc(s.Routes.Running, func(r state.Route) bool { return r.Destination == "198.51.100.0/24" }); i < 0 ||
+			s.Routes.Running[i].Source != "192.0.2.251" || s.Routes.Running[i].Cwnd == nil || *s.Routes.Running[i].Cwnd != 20 {
+			return fmt.Errorf("the running routes read back lack the source or the window: %+v", s.Routes.Running)
+		}
+		// Every owned profile goes: NIC B is back on its own.
+		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
+	}},
 	{"an IPVLAN, which NetworkManager 1.52 and later apply", func(ctx context.Context, e *Env) error {
 		doc := "interfaces: [{name: ipvlan0, type: ipvlan, state: up, ipvlan: {base-iface: {A}, mode: l2, private: true}}]"
 		if err := e.check(ctx, doc); err != nil {

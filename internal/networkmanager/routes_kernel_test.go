@@ -1,0 +1,105 @@
+package networkmanager
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/godbus/dbus/v5"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nmoverlay/nmoverlay/internal/state"
+)
+
+// rtattrOf is one netlink attribute, padded as the kernel pads it.
+func rtattrOf(typ uint16, data []byte) []byte {
+	b := make([]byte, unix.SizeofRtAttr, unix.SizeofRtAttr+len(data)+3)
+	binary.NativeEndian.PutUint16(b[0:], uint16(unix.SizeofRtAttr+len(data)))
+	binary.NativeEndian.PutUint16(b[2:], typ)
+	b = append(b, data...)
+	for len(b)%unix.NLA_ALIGNTO != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func u32bytes(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }
+
+// kernelRouteMsg is an RTM_NEWROUTE payload for 198.51.100.0/24 on ifindex 5.
+func kernelRouteMsg(typ byte, metrics []byte) []byte {
+	msg := []byte{unix.AF_INET, 24, 0, 0, 254, unix.RTPROT_STATIC, 0, typ, 0, 0, 0, 0}
+	msg = append(msg, rtattrOf(unix.RTA_DST, []byte{198, 51, 100, 0})...)
+	msg = append(msg, rtattrOf(unix.RTA_PREFSRC, []byte{192, 0, 2, 251})...)
+	msg = append(msg, rtattrOf(unix.RTA_OIF, u32bytes(5))...)
+	msg = append(msg, rtattrOf(unix.RTA_PRIORITY, u32bytes(150))...)
+	if metrics != nil {
+		msg = append(msg, rtattrOf(unix.RTA_METRICS, metrics)...)
+	}
+	return msg
+}
+
+func TestParseKernelRoute(t *testing.T) {
+	names := map[uint32]string{5: "eth1"}
+	locked := append(rtattrOf(rtaxLock, u32bytes(1<<rtaxCwnd)), rtattrOf(rtaxCwnd, u32bytes(20))...)
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want kernelRoute
+		ok   bool
+	}{
+		{"source and a locked window", kernelRouteMsg(unix.RTN_UNICAST, locked),
+			kernelRoute{Destination: "198.51.100.0/24", Interface: "eth1", Table: 254, Metric: 150, Source: "192.0.2.251", Cwnd: 20}, true},
+		// ip-route(8): a window that is not locked is a hint the kernel does not keep to.
+		{"a window not locked", kernelRouteMsg(unix.RTN_UNICAST, rtattrOf(rtaxCwnd, u32bytes(20))),
+			kernelRoute{Destination: "198.51.100.0/24", Interface: "eth1", Table: 254, Metric: 150, Source: "192.0.2.251"}, true},
+		{"a blackhole route is not unicast", kernelRouteMsg(unix.RTN_BLACKHOLE, nil), kernelRoute{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := parseKernelRoute(tc.msg, names)
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("got %+v %v, want %+v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestWithKernelAttributes(t *testing.T) {
+	table, metric := 254, 150
+	rt := state.Route{Destination: "198.51.100.0/24", NextHopInterface: "eth1", TableID: &table, Metric: &metric}
+	kernel := []kernelRoute{
+		{Destination: "198.51.100.0/24", Interface: "eth2", Table: 254, Metric: 150, Source: "192.0.2.9"},
+		{Destination: "198.51.100.0/24", Interface: "eth1", Table: 254, Metric: 150, Source: "192.0.2.251", Cwnd: 20},
+	}
+	got := withKernelAttributes(rt, kernel)
+	if got.Source != "192.0.2.251" || got.Cwnd == nil || *got.Cwnd != 20 {
+		t.Errorf("got %+v, want eth1's route's source and window", got)
+	}
+	if other := withKernelAttributes(rt, kernel[:1]); other.Source != "" || other.Cwnd != nil {
+		t.Errorf("took another interface's route: %+v", other)
+	}
+}
+
+// A route's source and window go into the profile as NetworkManager's route attributes
+// (the window locked), and read back from it.
+func TestRouteAttributesInProfile(t *testing.T) {
+	cwnd := 20
+	r := state.Route{Destination: "198.51.100.0/24", NextHopInterface: "eth1", NextHopAddress: "192.0.2.1", Source: "192.0.2.251", Cwnd: &cwnd}
+	rd := routeData(r, netip.MustParsePrefix(r.Destination))
+	if v, _ := rd["src"].Value().(string); v != "192.0.2.251" {
+		t.Errorf("src %v", rd["src"])
+	}
+	if v, _ := rd["cwnd"].Value().(uint32); v != 20 {
+		t.Errorf("cwnd %v", rd["cwnd"])
+	}
+	if v, _ := rd["lock-cwnd"].Value().(bool); !v {
+		t.Errorf("lock-cwnd %v: the kernel would take the window as a hint", rd["lock-cwnd"])
+	}
+	back := runningRoute(rd, "eth1")
+	if back.Source != r.Source || back.Cwnd == nil || *back.Cwnd != cwnd {
+		t.Errorf("read back %+v", back)
+	}
+	if !routeAttributesApplied(map[string]settings{"eth1": {"ipv4": {"route-data": dbus.MakeVariant([]map[string]dbus.Variant{rd})}}}) {
+		t.Error("a profile with a route source does not ask for the kernel's routes")
+	}
+}
