@@ -26,8 +26,6 @@ const publishedDoc = "../../docs/published-examples.md"
 var publishedRefused = map[string]string{
 	"kubernetes-nmstate/per-interface-ipv4-forwarding.yaml":                           "NetworkManager 1.54 and later have a per-interface forwarding setting",
 	"openshift/nw-nmstate-enable-per-interface-ip-forwarding.yaml":                    "NetworkManager 1.54 and later have a per-interface forwarding setting",
-	"openshift/nw-ovn-ipsec-north-south-enable-1.yaml":                                "libreswan VPN plugin (NetworkManager-libreswan)",
-	"openshift/nw-ovn-ipsec-north-south-enable-2.yaml":                                "libreswan VPN plugin (NetworkManager-libreswan)",
 	"openshift/k8s-nmstate-creating-alternative-interface-names.yaml":                 "no setting for alternative interface names",
 	"openshift/k8s-nmstate-creating-alternative-interface-names-by-identifier-1.yaml": "no setting for alternative interface names",
 	"openshift/k8s-nmstate-creating-alternative-interface-names-by-identifier-2.yaml": "no setting for alternative interface names",
@@ -68,7 +66,7 @@ var featureVerified = map[string]string{
 	"sr-iov":                 "vm (netdevsim)",
 	"route-rules":            "node (ip rule)",
 	"ipv4-forwarding":        "",
-	"ipsec":                  "",
+	"ipsec":                  "parsed and mapped to a libreswan VPN profile (unit test); refused on every node: without NetworkManager-libreswan, for that; with it, as IPsec profiles are not activated yet",
 	"infiniband":             "parsed; refused where the node has no InfiniBand device (node tier), applied through NetworkManager's infiniband setting where it has (not verified on hardware here)",
 	"identifier-mac-address": "node (a NIC found by its MAC address)",
 }

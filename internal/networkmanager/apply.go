@@ -248,6 +248,9 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseUnactivated(desired); err != nil {
+		return nil, err
+	}
 	ordered, err := state.Order(desired)
 	if err != nil {
 		return nil, err

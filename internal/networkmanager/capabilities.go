@@ -21,17 +21,37 @@ type Capabilities struct {
 	release [3]int
 	// OVS: the Open vSwitch device plugin is loaded (NM_CAPABILITY_OVS).
 	OVS bool
+	// Libreswan: the system bus can start the libreswan VPN plugin's service
+	// (libreswanService is among its activatable names), which needs no host path in the
+	// handler's pod. NetworkManager itself does not start plugins through the bus: it runs
+	// the program its VPN/*.name file names, and NetworkManager-libreswan as Fedora, RHEL
+	// and openSUSE package it installs that file and a bus policy, and no activation file.
+	// On such a node this reads false: telling for sure takes the host's
+	// /usr/lib/NetworkManager/VPN (and /etc/NetworkManager/VPN), not mounted today.
+	Libreswan bool
 }
+
+// libreswanService is the D-Bus name of NetworkManager-libreswan's VPN service, and the
+// vpn.service-type of its profiles.
+const libreswanService = "org.freedesktop.NetworkManager.libreswan"
 
 // Plugin capabilities, as the Manager's Capabilities property numbers them.
 const capabilityOVS = 2
 
-// requirement is what NetworkManager must have to apply what needs a capability.
+// requirement is what NetworkManager must have to apply what needs a capability: a
+// release, or a plugin.
 type requirement struct {
 	// what names it as NetworkManager does: its setting property.
 	what string
 	// since is the first NetworkManager release (major, minor) that has it.
 	since [2]int
+	// plugin, for what a plugin of its own package provides: says whether the node has it.
+	// lacking is what shows the node has not; why what needs the plugin does.
+	plugin       func(Capabilities) bool
+	lacking, why string
+	// notYet says why nmoverlay refuses it even where the node has what it needs ("" when
+	// it applies it).
+	notYet string
 }
 
 // requirements are the state's capabilities as NetworkManager provides them, from the
@@ -41,7 +61,19 @@ var requirements = map[state.Capability]requirement{
 	state.CapabilityBondPortPriority: {what: "bond-port.prio", since: [2]int{1, 44}},
 	state.CapabilityHSR:              {what: "hsr profiles", since: [2]int{1, 46}},
 	state.CapabilityIPVLAN:           {what: "ipvlan profiles", since: [2]int{1, 52}},
+	state.CapabilityLibreswan: {what: "NetworkManager-libreswan",
+		plugin:  func(c Capabilities) bool { return c.Libreswan },
+		lacking: "D-Bus service " + libreswanService + " is not installed",
+		why:     "IPsec is applied through it",
+		notYet:  ipsecNotActivated},
 }
+
+// ipsecNotActivated is why nmoverlay refuses IPsec on every node: the engine activates a
+// profile on its device and waits for the device, and a VPN profile has none
+// (kind_ipsec.go maps it; activating it is to do).
+const ipsecNotActivated = "IPsec profiles are mapped but not activated yet: a VPN profile has no device, and nmoverlay " +
+	"activates each profile on its device, waits for the device and verifies it; a VPN is activated on no device, " +
+	"and is up when its VPN connection (not a device) says so"
 
 // Capabilities reads what the node's NetworkManager can apply that not every version can.
 func (c *Client) Capabilities() (Capabilities, error) {
@@ -55,6 +87,11 @@ func (c *Client) Capabilities() (Capabilities, error) {
 	}
 	caps.OVS = slices.Contains(plugins, capabilityOVS)
 	caps.release = parseRelease(caps.Version)
+	var activatable []string
+	if err := c.conn.BusObject().Call("org.freedesktop.DBus.ListActivatableNames", 0).Store(&activatable); err != nil {
+		return caps, fmt.Errorf("listing the system bus's activatable services: %w", err)
+	}
+	caps.Libreswan = slices.Contains(activatable, libreswanService)
 	return caps, nil
 }
 
@@ -77,6 +114,9 @@ func parseRelease(v string) [3]int {
 }
 
 func (c Capabilities) meets(r requirement) bool {
+	if r.plugin != nil {
+		return r.plugin(c)
+	}
 	return c.release[0] > r.since[0] || c.release[0] == r.since[0] && c.release[1] >= r.since[1]
 }
 
@@ -90,9 +130,14 @@ func (c Capabilities) Lacks(needs []state.Need) field.Errors {
 			errs = append(errs, &field.Error{Path: n.Path, Reason: fmt.Sprintf("nmoverlay cannot apply %s through NetworkManager", n.Capability)})
 			continue
 		}
-		if !c.meets(r) {
+		switch {
+		case !c.meets(r) && r.plugin != nil:
+			errs = append(errs, &field.Error{Path: n.Path, Reason: fmt.Sprintf("this node has no %s (%s); %s", r.what, r.lacking, r.why)})
+		case !c.meets(r):
 			errs = append(errs, &field.Error{Path: n.Path, Reason: fmt.Sprintf("NetworkManager %s on this node has no %s (%s)",
 				c.Version, r.what, Supports(n.Capability))})
+		case r.notYet != "":
+			errs = append(errs, &field.Error{Path: n.Path, Reason: r.notYet})
 		}
 	}
 	return errs
@@ -116,8 +161,13 @@ func (c Capabilities) Names() []string {
 // Supports says which NetworkManager releases apply what needs capability cp.
 func Supports(cp state.Capability) string {
 	r, ok := requirements[cp]
-	if !ok {
+	switch {
+	case !ok:
 		return "no NetworkManager release"
+	case r.plugin != nil && r.notYet != "":
+		return fmt.Sprintf("nodes with %s apply it, once nmoverlay does: %s", r.what, r.notYet)
+	case r.plugin != nil:
+		return fmt.Sprintf("nodes with %s apply it", r.what)
 	}
 	return fmt.Sprintf("NetworkManager %d.%d and later apply it", r.since[0], r.since[1])
 }

@@ -2,6 +2,7 @@ package networkmanager
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -49,5 +50,40 @@ func TestCapabilitiesLacks(t *testing.T) {
 	}
 	if names := (Capabilities{OVS: true}).Names(); !slices.Equal(names, []string{"ovs"}) {
 		t.Errorf("OVS plugin: names %v", names)
+	}
+}
+
+// TestCapabilitiesLacksLibreswan: an IPsec interface is refused on a node without
+// NetworkManager-libreswan, naming the field, the plugin and why; and on a node with it,
+// because the engine does not activate VPN profiles yet.
+func TestCapabilitiesLacksLibreswan(t *testing.T) {
+	needs := []state.Need{{Path: "interfaces[0].type", Capability: state.CapabilityLibreswan}}
+	for _, tc := range []struct {
+		caps  Capabilities
+		want  string
+		names []string
+	}{
+		{Capabilities{Version: "1.52.1", release: parseRelease("1.52.1")},
+			"interfaces[0].type: this node has no NetworkManager-libreswan (D-Bus service org.freedesktop.NetworkManager.libreswan " +
+				"is not installed); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan"}},
+		{Capabilities{Version: "1.46.0-26.el9_4", release: parseRelease("1.46.0-26.el9_4"), Libreswan: true},
+			"interfaces[0].type: " + ipsecNotActivated, []string{"bond-port-priority", "hsr", "libreswan"}},
+	} {
+		got := ""
+		if errs := tc.caps.Lacks(needs); errs != nil {
+			got = errs.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%+v:\n got %q\nwant %q", tc.caps, got, tc.want)
+		}
+		if names := tc.caps.Names(); !slices.Equal(names, tc.names) {
+			t.Errorf("%+v: names %v, want %v", tc.caps, names, tc.names)
+		}
+	}
+	if !strings.HasPrefix(ipsecNotActivated, "IPsec profiles are mapped but not activated yet: ") {
+		t.Errorf("reason %q", ipsecNotActivated)
+	}
+	if s := Supports(state.CapabilityLibreswan); !strings.HasPrefix(s, "nodes with NetworkManager-libreswan apply it, once nmoverlay does: IPsec profiles") {
+		t.Errorf("Supports: %q", s)
 	}
 }

@@ -18,6 +18,9 @@ type kind struct {
 	// (802-3-ethernet unless the kind has its own); noMTU: the kind takes no MTU.
 	link  string
 	noMTU bool
+	// deviceless: the kind's profile has no device (a VPN's): no device is read back as it,
+	// and the engine, which activates profiles on devices, does not activate it.
+	deviceless bool
 	// sectionless is the type an existing device of this kind is configured as when the
 	// desired state gives no section ("" for its own).
 	sectionless state.InterfaceType
@@ -70,7 +73,7 @@ func register(k *kind) {
 // modelled: of several kinds sharing the device type, the one that claims none.
 func typeOfDevice(nmType uint32) state.InterfaceType {
 	for t, k := range kinds {
-		if k.deviceType == nmType && k.claims == nil {
+		if k.deviceType == nmType && k.claims == nil && !k.deviceless {
 			return t
 		}
 	}
@@ -85,7 +88,7 @@ func typeOfApplied(t state.InterfaceType, a settings) state.InterfaceType {
 		return t
 	}
 	for other, ok := range kinds {
-		if ok.deviceType == k.deviceType && ok.claims != nil && ok.claims(a) {
+		if ok.deviceType == k.deviceType && !ok.deviceless && ok.claims != nil && ok.claims(a) {
 			return other
 		}
 	}

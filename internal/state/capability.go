@@ -16,10 +16,13 @@ const (
 	// CapabilityHSR and CapabilityIPVLAN: interfaces of those types.
 	CapabilityHSR    Capability = "hsr"
 	CapabilityIPVLAN Capability = "ipvlan"
+	// CapabilityLibreswan: IPsec interfaces, which NetworkManager applies through its
+	// libreswan VPN plugin (NetworkManager-libreswan), a package not every node has.
+	CapabilityLibreswan Capability = "libreswan"
 )
 
 // Capabilities are every capability a field can need, in a stable order.
-var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN}
+var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN, CapabilityLibreswan}
 
 // needer is a section only some nodes can apply: an interface of its types needs the
 // capability.

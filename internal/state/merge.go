@@ -91,8 +91,9 @@ func Merge(sources []Source) (Merged, error) {
 // set differently.
 func (m *Merged) mergeInterfaces(sorted []Source) (Conflicts, error) {
 	var conflicts Conflicts
-	fields := map[string]map[string]json.RawMessage{} // interface -> field -> value
-	fieldOwner := map[string]map[string]string{}      // interface -> field -> policy
+	fields := map[string]map[string]json.RawMessage{}     // interface -> field -> value
+	fieldOwner := map[string]map[string]string{}          // interface -> field -> policy
+	fieldShown := map[string]map[string]json.RawMessage{} // as a conflict shows it: secrets hidden
 	var names []string
 	for _, src := range sorted {
 		for _, it := range src.State.Interfaces {
@@ -100,9 +101,14 @@ func (m *Merged) mergeInterfaces(sorted []Source) (Conflicts, error) {
 			if err != nil {
 				return nil, err
 			}
+			shown, err := interfaceFields(hideSecrets(it))
+			if err != nil {
+				return nil, err
+			}
 			key := it.Key()
 			if _, ok := fields[key]; !ok {
 				fields[key], fieldOwner[key] = map[string]json.RawMessage{}, map[string]string{}
+				fieldShown[key] = map[string]json.RawMessage{}
 				names = append(names, key)
 			}
 			m.Owners[key] = appendOnce(m.Owners[key], src.Policy)
@@ -115,9 +121,12 @@ func (m *Merged) mergeInterfaces(sorted []Source) (Conflicts, error) {
 				prev, ok := fields[key][k]
 				switch {
 				case !ok:
-					fields[key][k], fieldOwner[key][k] = f[k], src.Policy
+					fields[key][k], fieldOwner[key][k], fieldShown[key][k] = f[k], src.Policy, shown[k]
 				case !bytes.Equal(prev, f[k]):
-					reason := fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[key][k], prev, src.Policy, f[k])
+					reason := fmt.Sprintf("policy %q sets %s, policy %q sets %s", fieldOwner[key][k], fieldShown[key][k], src.Policy, shown[k])
+					if bytes.Equal(fieldShown[key][k], shown[k]) {
+						reason += " (their secrets differ)"
+					}
 					if k == "state" && (string(prev) == `"absent"` || string(f[k]) == `"absent"`) {
 						reason += undoHint
 					}

@@ -55,6 +55,7 @@ var sectionDocs = []string{
 	"interfaces: [{name: ib0, type: infiniband, infiniband: {mode: datagram, %s}}]",
 	"interfaces: [{name: hsr0, type: hsr, hsr: {port1: eth1, port2: eth2, multicast-spec: 40, %s}}]",
 	"interfaces: [{name: ipvlan0, type: ipvlan, ipvlan: {base-iface: eth1, %s}}]",
+	"interfaces: [{name: conn0, type: ipsec, libreswan: {right: 192.0.2.252, %s}}]",
 	"routes: {%s}",
 	"routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1, %s}]}",
 	"route-rules: {%s}",
@@ -86,6 +87,8 @@ var probeKeys = []string{
 	"promiscuous: 3", "localnet: 3", "bridge: 3", "destination: 3", "table-id: x", "ip-to: 3", "action: 3", "family: 3",
 	"iif: 3", "route-table: x", "ethernet: x", "ethtool: x", "lldp: x", "ipv4: x", "sr-iov: x", "pause: x", "ring: x",
 	"coalesce: x", "infiniband: x", "patch: x", "veth: x", "vxlan: x", "mac-vlan: x", "vrf: x",
+	"libreswan: x", "right: 3", "psk: 3", "psk: secret-value", "dpddelay: x", "dpdtimeout: '0x1e'", "ipsec-interface: 'yes'",
+	"ipsec-interface: '4294967296'", "leftmodecfgclient: 1", "hostaddrfamily: ipv5", "require-id-on-certificate: x",
 }
 
 // TestParseMessages pins every message the decoder and the validation give, for the

@@ -44,6 +44,9 @@ func Validate(s State) field.Errors {
 		if it.Type == OVSBridge {
 			validateOVSBridgeOwn(p, it, fail)
 		}
+		if it.Type == IPsec {
+			validateIPsecOwn(p, it, fail)
+		}
 		if from := it.CopyMACFrom; from != nil {
 			switch {
 			case it.MACAddress != nil:
