@@ -2,6 +2,8 @@ package networkmanager
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,13 +23,9 @@ type Capabilities struct {
 	release [3]int
 	// OVS: the Open vSwitch device plugin is loaded (NM_CAPABILITY_OVS).
 	OVS bool
-	// Libreswan: the system bus can start the libreswan VPN plugin's service
-	// (libreswanService is among its activatable names), which needs no host path in the
-	// handler's pod. NetworkManager itself does not start plugins through the bus: it runs
-	// the program its VPN/*.name file names, and NetworkManager-libreswan as Fedora, RHEL
-	// and openSUSE package it installs that file and a bus policy, and no activation file.
-	// On such a node this reads false: telling for sure takes the host's
-	// /usr/lib/NetworkManager/VPN (and /etc/NetworkManager/VPN), not mounted today.
+	// Libreswan: NetworkManager-libreswan is installed: NetworkManager's VPN plugin
+	// directory has a plugin file (*.name) for libreswanService. NetworkManager runs the
+	// program that file names; the plugin is not on the bus until then.
 	Libreswan bool
 }
 
@@ -63,7 +61,7 @@ var requirements = map[state.Capability]requirement{
 	state.CapabilityIPVLAN:           {what: "ipvlan profiles", since: [2]int{1, 52}},
 	state.CapabilityLibreswan: {what: "NetworkManager-libreswan",
 		plugin:  func(c Capabilities) bool { return c.Libreswan },
-		lacking: "D-Bus service " + libreswanService + " is not installed",
+		lacking: "no plugin file for " + libreswanService + " in " + vpnPluginDir,
 		why:     "IPsec is applied through it",
 		notYet:  ipsecNotActivated},
 }
@@ -87,12 +85,38 @@ func (c *Client) Capabilities() (Capabilities, error) {
 	}
 	caps.OVS = slices.Contains(plugins, capabilityOVS)
 	caps.release = parseRelease(caps.Version)
-	var activatable []string
-	if err := c.conn.BusObject().Call("org.freedesktop.DBus.ListActivatableNames", 0).Store(&activatable); err != nil {
-		return caps, fmt.Errorf("listing the system bus's activatable services: %w", err)
+	var err error
+	if caps.Libreswan, err = hasVPNPlugin(c.vpnPluginDir(), libreswanService); err != nil {
+		return caps, err
 	}
-	caps.Libreswan = slices.Contains(activatable, libreswanService)
 	return caps, nil
+}
+
+// hasVPNPlugin says whether dir, NetworkManager's VPN plugin directory, has a plugin file
+// for service: a key file whose [VPN Connection] group says service=SERVICE. No dir is no
+// plugin.
+func hasVPNPlugin(dir, service string) (bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.name"))
+	if err != nil {
+		return false, err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false, fmt.Errorf("reading NetworkManager's VPN plugin file: %w", err)
+		}
+		group := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "[") {
+				group = line
+			}
+			if k, v, ok := strings.Cut(line, "="); ok && group == "[VPN Connection]" && strings.TrimSpace(k) == "service" && strings.TrimSpace(v) == service {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // parseRelease reads "1.42.4" or "1.46.0-26.el9_4"; zero when it is no version.

@@ -1,6 +1,8 @@
 package networkmanager
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -64,8 +66,8 @@ func TestCapabilitiesLacksLibreswan(t *testing.T) {
 		names []string
 	}{
 		{Capabilities{Version: "1.52.1", release: parseRelease("1.52.1")},
-			"interfaces[0].type: this node has no NetworkManager-libreswan (D-Bus service org.freedesktop.NetworkManager.libreswan " +
-				"is not installed); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan"}},
+			"interfaces[0].type: this node has no NetworkManager-libreswan (no plugin file for org.freedesktop.NetworkManager.libreswan " +
+				"in /usr/lib/NetworkManager/VPN); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan"}},
 		{Capabilities{Version: "1.46.0-26.el9_4", release: parseRelease("1.46.0-26.el9_4"), Libreswan: true},
 			"interfaces[0].type: " + ipsecNotActivated, []string{"bond-port-priority", "hsr", "libreswan"}},
 	} {
@@ -85,5 +87,37 @@ func TestCapabilitiesLacksLibreswan(t *testing.T) {
 	}
 	if s := Supports(state.CapabilityLibreswan); !strings.HasPrefix(s, "nodes with NetworkManager-libreswan apply it, once nmoverlay does: IPsec profiles") {
 		t.Errorf("Supports: %q", s)
+	}
+}
+
+// The libreswan plugin is found by its plugin file, as NetworkManager finds it: another
+// plugin's, or a file saying the service under another group, is not it.
+func TestHasVPNPlugin(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  bool
+	}{
+		{"none", nil, false},
+		{"libreswan", map[string]string{"nm-libreswan-service.name": "[VPN Connection]\nname=libreswan\nservice=org.freedesktop.NetworkManager.libreswan\nprogram=/usr/libexec/nm-libreswan-service\n"}, true},
+		{"another plugin", map[string]string{"nm-openvpn-service.name": "[VPN Connection]\nservice=org.freedesktop.NetworkManager.openvpn\n"}, false},
+		{"the service under another group", map[string]string{"x.name": "[GNOME]\nservice=org.freedesktop.NetworkManager.libreswan\n"}, false},
+		{"not a plugin file", map[string]string{"nm-libreswan-service.txt": "[VPN Connection]\nservice=org.freedesktop.NetworkManager.libreswan\n"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := hasVPNPlugin(dir, libreswanService)
+			if err != nil || got != tc.want {
+				t.Errorf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	if got, err := hasVPNPlugin(filepath.Join(t.TempDir(), "missing"), libreswanService); got || err != nil {
+		t.Errorf("no directory: %v, %v; want no plugin and no error", got, err)
 	}
 }

@@ -52,6 +52,19 @@ type Client struct {
 	// SysfsRoot is where the network devices' sysfs is, /sys/class/net when empty (a test
 	// reaching a node in other namespaces names the node's, through /proc/PID/root).
 	SysfsRoot string
+	// VPNPluginDir is NetworkManager's VPN plugin directory as this process sees the
+	// host's, vpnPluginDir when empty: the handler's pod mounts the host's there.
+	VPNPluginDir string
+}
+
+// vpnPluginDir is where NetworkManager finds its VPN plugins' files (NM_VPN_PLUGIN_DIR).
+const vpnPluginDir = "/usr/lib/NetworkManager/VPN"
+
+func (c *Client) vpnPluginDir() string {
+	if c.VPNPluginDir != "" {
+		return c.VPNPluginDir
+	}
+	return vpnPluginDir
 }
 
 func (c *Client) sysfsRoot() string {
