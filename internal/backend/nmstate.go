@@ -57,17 +57,21 @@ func NMStateOf(d Desired) (state.State, error) {
 	return state.State{}, fmt.Errorf("a backend of nmstate's schema was handed %T", d)
 }
 
-// resolvedOn names the interfaces a committed state identifies by MAC address after the
-// devices that have it in current (the node's current MAC addresses: a bond's ports show
-// the bond's, so such a state is not checked for drift).
+// resolvedOn names the interfaces a committed state identifies by MAC or PCI address after
+// the devices that have it in current (the node's current MAC addresses: a bond's ports
+// show the bond's, so such a state is not checked for drift).
 func resolvedOn(committed, current state.State) (state.State, error) {
-	var devs []state.MACDevice
+	var devs []state.DeviceIdentity
 	for _, it := range current.Interfaces {
 		if (it.Type == state.Ethernet || it.Type == state.Veth || it.Type == state.InfiniBand) && it.MACAddress != nil {
-			devs = append(devs, state.MACDevice{Name: it.Name, MAC: *it.MACAddress})
+			d := state.DeviceIdentity{Name: it.Name, MAC: *it.MACAddress}
+			if it.PCIAddress != nil {
+				d.PCIAddress = *it.PCIAddress
+			}
+			devs = append(devs, d)
 		}
 	}
-	out, errs := state.ResolveMACIdentifiers(committed, devs)
+	out, errs := state.ResolveIdentifiers(committed, devs)
 	if errs != nil {
 		return committed, errs
 	}

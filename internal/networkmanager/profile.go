@@ -86,6 +86,10 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	case it.MACAddress != nil:
 		s.set("802-3-ethernet", "assigned-mac-address", strings.ToUpper(*it.MACAddress))
 	}
+	if it.Identifier == state.IdentifyByPCI && it.PCIAddress != nil {
+		// As nmstate writes it: the profile matches the device's udev ID_PATH.
+		s.set("match", "path", []string{"pci-" + *it.PCIAddress})
+	}
 
 	if k.write != nil {
 		k.write(s, it, p)

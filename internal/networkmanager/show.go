@@ -43,6 +43,9 @@ type device struct {
 	profile dbus.ObjectPath
 	// mac is its current MAC address; permMAC its permanent one, when the device has one.
 	mac, permMAC string
+	// pci is its PCI address, from udev's ID_PATH ("pci-0000:03:00.1"), which
+	// NetworkManager says as the device's Path; "" for a device elsewhere.
+	pci string
 	// real: the device exists in the kernel (NetworkManager keeps objects for devices its
 	// profiles could create).
 	real bool
@@ -89,6 +92,9 @@ func (o objects) devices() []device {
 		d.real, _ = props["Real"].Value().(bool)
 		d.mac, _ = props["HwAddress"].Value().(string)
 		d.permMAC, _ = ifaces[nmdbus.WiredIface]["PermHwAddress"].Value().(string)
+		if path, _ := props["Path"].Value().(string); strings.HasPrefix(path, "pci-") && !strings.Contains(path[4:], "-") {
+			d.pci = path[4:] // not a USB device's "pci-0000:00:14.0-usb-0:2:1.0"
+		}
 		d.profile, _ = o[d.active][nmdbus.ActiveIface]["Connection"].Value().(dbus.ObjectPath)
 		flags, _ := o[d.active][nmdbus.ActiveIface]["StateFlags"].Value().(uint32)
 		d.external = flags&activeStateFlagExternal != 0
@@ -313,6 +319,10 @@ func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
 	if d.mac != "" {
 		mac := d.mac
 		it.MACAddress = &mac
+	}
+	if d.pci != "" {
+		pci := d.pci
+		it.PCIAddress = &pci
 	}
 	return it
 }

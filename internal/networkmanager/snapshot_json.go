@@ -15,7 +15,7 @@ import (
 // statistics, state reasons as structs godbus cannot parse back) would only weigh.
 var translated = map[string][]string{
 	nmdbus.DeviceIface: {"Interface", "DeviceType", "State", "ActiveConnection", "Real", "HwAddress", "Ports",
-		"Capabilities", "Mtu", "Ip4Config", "Ip6Config", "LldpNeighbors", "InterfaceFlags"},
+		"Capabilities", "Mtu", "Ip4Config", "Ip6Config", "LldpNeighbors", "InterfaceFlags", "Path"},
 	nmdbus.WiredIface:  {"PermHwAddress"},
 	nmdbus.ActiveIface: {"Connection", "StateFlags"},
 	nmdbus.IP4Iface:    {"AddressData", "RouteData"},

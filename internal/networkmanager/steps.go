@@ -585,19 +585,20 @@ func dnsOf(s settings, family string) bool {
 // address (a port's current one may be its bond's), else its current one, as read now.
 // The desired state is otherwise unchanged, so verifying it checks the copied address.
 // resolveIdentifiers names each interface identified by MAC address after its device
-// (state.ResolveMACIdentifiers), among the node's real Ethernet and InfiniBand devices.
+// or PCI address (state.ResolveIdentifiers), among the node's real Ethernet and
+// InfiniBand devices.
 // An InfiniBand interface on a node without InfiniBand is refused first, saying so.
 func (h *host) resolveIdentifiers(desired state.State) (state.State, error) {
 	if err := h.checkInfiniBand(desired); err != nil {
 		return desired, err
 	}
-	var devs []state.MACDevice
+	var devs []state.DeviceIdentity
 	for _, d := range h.devs {
 		if d.real && (d.typ == state.Ethernet || d.typ == state.Veth || d.typ == state.InfiniBand) {
-			devs = append(devs, state.MACDevice{Name: d.name, MAC: d.mac, PermanentMAC: d.permMAC})
+			devs = append(devs, state.DeviceIdentity{Name: d.name, MAC: d.mac, PermanentMAC: d.permMAC, PCIAddress: d.pci})
 		}
 	}
-	out, errs := state.ResolveMACIdentifiers(desired, devs)
+	out, errs := state.ResolveIdentifiers(desired, devs)
 	if errs != nil {
 		return desired, errs
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,7 +18,13 @@ const (
 	// IdentifyByMAC: the device whose MAC address is the interface's mac-address,
 	// whatever its name; the interface's name names its profile.
 	IdentifyByMAC = "mac-address"
+	// IdentifyByPCI: the device at the interface's pci-address, likewise.
+	IdentifyByPCI = "pci-address"
 )
+
+// pciAddressPattern is a PCI address as the kernel names a device: domain, bus, device
+// and function (0000:03:00.1).
+var pciAddressPattern = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7]$`)
 
 // Renamed is the state with every mention of interface from (its own name, a port, a
 // base interface, a route's or a rule's interface, a MAC source) made to name to instead:
@@ -55,52 +62,70 @@ func (s State) Renamed(from, to string) State {
 	return out
 }
 
-// MACDevice is what identifying an interface by MAC address needs of a device.
-type MACDevice struct {
+// DeviceIdentity is what identifying an interface by its MAC or PCI address needs of
+// a device.
+type DeviceIdentity struct {
 	Name, MAC, PermanentMAC string
+	// PCIAddress is "" for a device not on a PCI bus of its own (a veth, a USB NIC).
+	PCIAddress string
 }
 
-// ResolveMACIdentifiers finds the device of each interface identified by MAC address (by
-// its permanent address first: a bond's port runs on the bond's) among devs (the node's
-// Ethernet devices) and names the interface after it everywhere in the state; the name
-// the policy gave names its profile (nmstate's profile-name), unless it has one. No
-// device, or several, is an error at the interface's mac-address.
-func ResolveMACIdentifiers(desired State, devs []MACDevice) (State, field.Errors) {
+// ResolveIdentifiers finds the device of each interface identified by MAC address (by
+// its permanent address first: a bond's port runs on the bond's) or by PCI address among
+// devs (the node's Ethernet devices) and names the interface after it everywhere in the
+// state; the name the policy gave names its profile (nmstate's profile-name), unless it
+// has one. No device, or several, is an error at the interface's address field.
+func ResolveIdentifiers(desired State, devs []DeviceIdentity) (State, field.Errors) {
 	var errs field.Errors
 	out := desired
 	for _, it := range desired.Interfaces {
-		if it.Identifier != IdentifyByMAC || it.MACAddress == nil || it.State == Absent {
+		if it.State == Absent {
 			continue
 		}
-		want, ok := HardwareAddress(*it.MACAddress)
-		if !ok {
-			continue // Validate says why
-		}
-		var byPerm, byCurrent []string
-		for _, d := range devs {
-			if hw, ok := HardwareAddress(d.PermanentMAC); ok && bytes.Equal(hw, want) {
-				byPerm = append(byPerm, d.Name)
-			} else if hw, ok := HardwareAddress(d.MAC); ok && bytes.Equal(hw, want) {
-				byCurrent = append(byCurrent, d.Name)
+		var found []string
+		var path, what, value string
+		switch {
+		case it.Identifier == IdentifyByMAC && it.MACAddress != nil:
+			want, ok := HardwareAddress(*it.MACAddress)
+			if !ok {
+				continue // Validate says why
 			}
-		}
-		found := byPerm
-		if len(found) == 0 {
-			found = byCurrent
+			var byPerm, byCurrent []string
+			for _, d := range devs {
+				if hw, ok := HardwareAddress(d.PermanentMAC); ok && bytes.Equal(hw, want) {
+					byPerm = append(byPerm, d.Name)
+				} else if hw, ok := HardwareAddress(d.MAC); ok && bytes.Equal(hw, want) {
+					byCurrent = append(byCurrent, d.Name)
+				}
+			}
+			found = byPerm
+			if len(found) == 0 {
+				found = byCurrent
+			}
+			path, what, value = "mac-address", "MAC address", *it.MACAddress
+		case it.Identifier == IdentifyByPCI && it.PCIAddress != nil:
+			for _, d := range devs {
+				if d.PCIAddress != "" && strings.EqualFold(d.PCIAddress, *it.PCIAddress) {
+					found = append(found, d.Name)
+				}
+			}
+			path, what, value = "pci-address", "PCI address", *it.PCIAddress
+		default:
+			continue
 		}
 		slices.Sort(found)
-		path := fmt.Sprintf("interfaces[name=%s].mac-address", it.Name)
+		path = fmt.Sprintf("interfaces[name=%s].%s", it.Name, path)
 		switch {
 		case len(found) == 0:
-			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("no interface with MAC address %s on this node", *it.MACAddress)})
+			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("no interface with %s %s on this node", what, value)})
 			continue
 		case len(found) > 1:
-			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("%s is the MAC address of %s: identifier mac-address needs one", *it.MACAddress, strings.Join(found, " and "))})
+			errs = append(errs, &field.Error{Path: path, Reason: fmt.Sprintf("%s is the %s of %s: identifier %s needs one", value, what, strings.Join(found, " and "), it.Identifier)})
 			continue
 		}
 		out = out.Renamed(it.Name, found[0])
 		if it.ProfileName == nil {
-			i := slices.IndexFunc(out.Interfaces, func(o Interface) bool { return o.Name == found[0] && o.Identifier == IdentifyByMAC })
+			i := slices.IndexFunc(out.Interfaces, func(o Interface) bool { return o.Name == found[0] && o.Identifier == it.Identifier })
 			name := it.Name
 			out.Interfaces[i].ProfileName = &name
 		}

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-func TestResolveMACIdentifiers(t *testing.T) {
-	devs := []MACDevice{
-		{Name: "ens1f0", MAC: "52:54:00:00:00:0a", PermanentMAC: "52:54:00:00:00:0a"},
+func TestResolveIdentifiers(t *testing.T) {
+	devs := []DeviceIdentity{
+		{Name: "ens1f0", MAC: "52:54:00:00:00:0a", PermanentMAC: "52:54:00:00:00:0a", PCIAddress: "0000:03:00.0"},
 		// bond ports: both run on the bond's address; each keeps its own permanent one.
-		{Name: "ens2f0", MAC: "52:54:00:00:00:0b", PermanentMAC: "52:54:00:00:00:0b"},
+		{Name: "ens2f0", MAC: "52:54:00:00:00:0b", PermanentMAC: "52:54:00:00:00:0b", PCIAddress: "0000:04:00.0"},
 		{Name: "ens2f1", MAC: "52:54:00:00:00:0b", PermanentMAC: "52:54:00:00:00:0c"},
 		{Name: "veth9", MAC: "02:00:00:00:00:99"},
 		{Name: "vetha", MAC: "02:00:00:00:00:aa"},
@@ -60,13 +60,24 @@ route-rules: {config: [{iif: uplink, family: ipv4, route-table: 100}]}`,
 		name: "a bond port's permanent address wins over the bond's running one",
 		doc:  `interfaces: [{name: x, identifier: mac-address, mac-address: "52:54:00:00:00:0b"}]`,
 		want: `{"interfaces":[{"name":"ens2f0","profile-name":"x","identifier":"mac-address","mac-address":"52:54:00:00:00:0b"}]}`,
+	}, {
+		name: "by PCI address, a bond's port by its name",
+		doc: `interfaces:
+- {name: port1, type: ethernet, identifier: pci-address, pci-address: "0000:04:00.0"}
+- {name: bond0, type: bond, link-aggregation: {mode: balance-rr, port: [port1]}}`,
+		want: `{"interfaces":[{"name":"ens2f0","type":"ethernet","profile-name":"port1","identifier":"pci-address","pci-address":"0000:04:00.0"},` +
+			`{"name":"bond0","type":"bond","link-aggregation":{"mode":"balance-rr","port":["ens2f0"]}}]}`,
+	}, {
+		name: "no device at that PCI address (a veth has none)",
+		doc:  `interfaces: [{name: x, identifier: pci-address, pci-address: "0000:09:00.0"}]`,
+		want: `interfaces[name=x].pci-address: no interface with PCI address 0000:09:00.0 on this node`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(tc.doc))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, errs := ResolveMACIdentifiers(s, devs)
+			got, errs := ResolveIdentifiers(s, devs)
 			if errs != nil {
 				if !strings.HasPrefix(errs.Error(), tc.want) {
 					t.Errorf("error %v, want %s", errs, tc.want)

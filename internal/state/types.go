@@ -143,7 +143,6 @@ type Interface struct {
 	_ struct{} `key:"bridge-vlan" refused:"not applied yet"`
 	// Read in NetworkManager's sources: no alternative-name setting in any release to 1.58.
 	_ struct{} `key:"alt-names" refused:"NetworkManager has no setting for alternative interface names to apply them with (none in any release to 1.58)"`
-	_ struct{} `key:"pci-address" refused:"matching interfaces by PCI address is not applied yet"`
 
 	Name  string         `json:"name" nmstate:"required"`
 	Type  InterfaceType  `json:"type,omitempty"`
@@ -151,9 +150,13 @@ type Interface struct {
 	// ProfileName names the interface's profile (NetworkManager's connection id), as
 	// nmstate does; the interface's name by default.
 	ProfileName *string `json:"profile-name,omitempty"`
-	// Identifier says how the interface finds its device: by name (""), or by MAC address
-	// (IdentifyByMAC: mac-address is then the device's, matched, not set).
-	Identifier  string  `json:"identifier,omitempty"`
+	// Identifier says how the interface finds its device: by name (""), by MAC address
+	// (IdentifyByMAC: mac-address is then the device's, matched, not set), or by PCI
+	// address (IdentifyByPCI: pci-address).
+	Identifier string `json:"identifier,omitempty"`
+	// PCIAddress is the device's PCI address (domain:bus:device.function), which
+	// identifier pci-address finds it by.
+	PCIAddress  *string `json:"pci-address,omitempty"`
 	Description *string `json:"description,omitempty"`
 	MTU         *int    `json:"mtu,omitempty" nmstate:"range=68..65535"`
 	MACAddress  *string `json:"mac-address,omitempty"`
@@ -368,10 +371,12 @@ func (it *Interface) checkDecoded(d *decoder, path string, m map[string]any) {
 			if _, ok := m["mac-address"]; !ok {
 				d.fail(join(path, "mac-address"), "required with identifier: mac-address (the device's MAC address)")
 			}
-		case "pci-address":
-			d.fail(join(path, "identifier"), "not supported by nmoverlay: matching interfaces by PCI address is not applied yet")
+		case IdentifyByPCI:
+			if _, ok := m["pci-address"]; !ok {
+				d.fail(join(path, "pci-address"), "required with identifier: pci-address (the device's PCI address)")
+			}
 		default:
-			d.fail(join(path, "identifier"), "%q is not one of name, mac-address", id)
+			d.fail(join(path, "identifier"), "%q is not one of name, mac-address, pci-address", id)
 		}
 	}
 	it.Type = it.inferType()

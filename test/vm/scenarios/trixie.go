@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -86,6 +87,26 @@ routes:
 			return fmt.Errorf("the running routes read back lack the source or the window: %+v", s.Routes.Running)
 		}
 		// Every owned profile goes: NIC B is back on its own.
+		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
+	}},
+	{"a NIC found by its PCI address, its profile named by the policy (identifier pci-address)", func(ctx context.Context, e *Env) error {
+		link, err := os.Readlink("/sys/class/net/" + e.NICs.B + "/device")
+		if err != nil {
+			return err
+		}
+		pci := filepath.Base(link) // ../../../0000:00:04.0
+		if err := e.Apply(ctx, fmt.Sprintf(`
+interfaces:
+- {name: lan-b, type: ethernet, state: up, identifier: pci-address, pci-address: "%s", ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.252, prefix-length: 24}]}}
+`, pci)); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "addr", "show", e.NICs.B}, "192.0.2.252/24"); err != nil {
+			return err
+		}
+		if err := expect([]string{"nmcli", "-g", "match.path,connection.interface-name", "connection", "show", "lan-b"}, "pci-"+pci, e.NICs.B); err != nil {
+			return err
+		}
 		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
 	}},
 	{"an IPVLAN, which NetworkManager 1.52 and later apply", func(ctx context.Context, e *Env) error {
