@@ -90,11 +90,15 @@ routes:
 		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
 	}},
 	{"a NIC found by its PCI address, its profile named by the policy (identifier pci-address)", func(ctx context.Context, e *Env) error {
-		link, err := os.Readlink("/sys/class/net/" + e.NICs.B + "/device")
+		// A virtio NIC's device is on the virtio bus (virtio2), under its PCI device.
+		dev, err := filepath.EvalSymlinks("/sys/class/net/" + e.NICs.B + "/device")
 		if err != nil {
 			return err
 		}
-		pci := filepath.Base(link) // ../../../0000:00:04.0
+		if strings.HasPrefix(filepath.Base(dev), "virtio") {
+			dev = filepath.Dir(dev)
+		}
+		pci := filepath.Base(dev) // /sys/devices/pci0000:00/0000:00:04.0
 		if err := e.Apply(ctx, fmt.Sprintf(`
 interfaces:
 - {name: lan-b, type: ethernet, state: up, identifier: pci-address, pci-address: "%s", ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.252, prefix-length: 24}]}}
