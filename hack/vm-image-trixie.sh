@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 . hack/common.sh
 
 SUITE=trixie
-PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev,linux-image-amd64,initramfs-tools,openvswitch-switch,ethtool"
+PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev,linux-image-amd64,initramfs-tools,openvswitch-switch,ethtool,wpasupplicant"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 key=$( (echo "$SUITE $PACKAGES"; cat "$0" hack/vm-payload.service) | sha256sum | cut -c1-12)
 DIR="$CACHE/vm-$SUITE-$key"

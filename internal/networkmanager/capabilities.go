@@ -27,7 +27,13 @@ type Capabilities struct {
 	// directory has a plugin file (*.name) for libreswanService. NetworkManager runs the
 	// program that file names; the plugin is not on the bus until then.
 	Libreswan bool
+	// WPASupplicant: wpa_supplicant is on the system bus, or the bus can start it
+	// (wpaSupplicantService): NetworkManager agrees MACsec keys through it.
+	WPASupplicant bool
 }
+
+// wpaSupplicantService is wpa_supplicant's D-Bus name.
+const wpaSupplicantService = "fi.w1.wpa_supplicant1"
 
 // libreswanService is the D-Bus name of NetworkManager-libreswan's VPN service, and the
 // vpn.service-type of its profiles.
@@ -59,6 +65,11 @@ var requirements = map[state.Capability]requirement{
 	state.CapabilityBondPortPriority: {what: "bond-port.prio", since: [2]int{1, 44}},
 	state.CapabilityHSR:              {what: "hsr profiles", since: [2]int{1, 46}},
 	state.CapabilityIPVLAN:           {what: "ipvlan profiles", since: [2]int{1, 52}},
+	state.CapabilityMACsec: {what: "wpa_supplicant",
+		plugin:  func(c Capabilities) bool { return c.WPASupplicant },
+		lacking: wpaSupplicantService + " is neither on the system bus nor one it can start",
+		why:     "NetworkManager agrees MACsec keys through it"},
+	state.CapabilityMACsecOffload: {what: "macsec.offload", since: [2]int{1, 46}},
 	state.CapabilityLibreswan: {what: "NetworkManager-libreswan",
 		plugin:  func(c Capabilities) bool { return c.Libreswan },
 		lacking: "no plugin file for " + libreswanService + " in " + vpnPluginDir,
@@ -89,7 +100,24 @@ func (c *Client) Capabilities() (Capabilities, error) {
 	if caps.Libreswan, err = hasVPNPlugin(c.vpnPluginDir(), libreswanService); err != nil {
 		return caps, err
 	}
+	if caps.WPASupplicant, err = c.onBus(wpaSupplicantService); err != nil {
+		return caps, err
+	}
 	return caps, nil
+}
+
+// onBus says whether name is on the system bus, or is a service the bus can start.
+func (c *Client) onBus(name string) (bool, error) {
+	for _, method := range []string{"org.freedesktop.DBus.ListNames", "org.freedesktop.DBus.ListActivatableNames"} {
+		var names []string
+		if err := c.conn.BusObject().Call(method, 0).Store(&names); err != nil {
+			return false, fmt.Errorf("asking the system bus for %s: %w", name, err)
+		}
+		if slices.Contains(names, name) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // hasVPNPlugin says whether dir, NetworkManager's VPN plugin directory, has a plugin file

@@ -30,9 +30,9 @@ func TestCapabilitiesLacks(t *testing.T) {
 		{"1.42.4", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.42.4 on this node has no bond-port.prio " +
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"1.44.0", "", []string{"bond-port-priority"}},
-		{"1.46.0-26.el9_4", "", []string{"bond-port-priority", "hsr"}},
-		{"1.52.1", "", []string{"bond-port-priority", "hsr", "ipvlan"}},
-		{"2.0.0", "", []string{"bond-port-priority", "hsr", "ipvlan"}},
+		{"1.46.0-26.el9_4", "", []string{"bond-port-priority", "hsr", "macsec-offload"}},
+		{"1.52.1", "", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload"}},
+		{"2.0.0", "", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload"}},
 		{"1.8", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.8 on this node has no bond-port.prio " +
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"unknown", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager unknown on this node has no bond-port.prio " +
@@ -67,9 +67,9 @@ func TestCapabilitiesLacksLibreswan(t *testing.T) {
 	}{
 		{Capabilities{Version: "1.52.1", release: parseRelease("1.52.1")},
 			"interfaces[0].type: this node has no NetworkManager-libreswan (no plugin file for org.freedesktop.NetworkManager.libreswan " +
-				"in /usr/lib/NetworkManager/VPN); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan"}},
+				"in /usr/lib/NetworkManager/VPN); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload"}},
 		{Capabilities{Version: "1.46.0-26.el9_4", release: parseRelease("1.46.0-26.el9_4"), Libreswan: true},
-			"interfaces[0].type: " + ipsecNotActivated, []string{"bond-port-priority", "hsr", "libreswan"}},
+			"interfaces[0].type: " + ipsecNotActivated, []string{"bond-port-priority", "hsr", "libreswan", "macsec-offload"}},
 	} {
 		got := ""
 		if errs := tc.caps.Lacks(needs); errs != nil {
@@ -119,5 +119,24 @@ func TestHasVPNPlugin(t *testing.T) {
 	}
 	if got, err := hasVPNPlugin(filepath.Join(t.TempDir(), "missing"), libreswanService); got || err != nil {
 		t.Errorf("no directory: %v, %v; want no plugin and no error", got, err)
+	}
+}
+
+// A MACsec interface is refused on a node without wpa_supplicant, saying why.
+func TestCapabilitiesLacksWPASupplicant(t *testing.T) {
+	needs := []state.Need{{Path: "interfaces[0].type", Capability: state.CapabilityMACsec}}
+	without := Capabilities{Version: "1.42.4", release: parseRelease("1.42.4")}
+	want := "interfaces[0].type: this node has no wpa_supplicant (fi.w1.wpa_supplicant1 is neither on the system bus nor one it can start); " +
+		"NetworkManager agrees MACsec keys through it"
+	if errs := without.Lacks(needs); errs == nil || errs.Error() != want {
+		t.Errorf("without wpa_supplicant:\n got %v\nwant %s", errs, want)
+	}
+	with := without
+	with.WPASupplicant = true
+	if errs := with.Lacks(needs); errs != nil {
+		t.Errorf("with wpa_supplicant: %v", errs)
+	}
+	if names := with.Names(); !slices.Contains(names, "macsec") {
+		t.Errorf("names %v lack macsec", names)
 	}
 }

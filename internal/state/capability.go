@@ -19,10 +19,16 @@ const (
 	// CapabilityLibreswan: IPsec interfaces, which NetworkManager applies through its
 	// libreswan VPN plugin (NetworkManager-libreswan), a package not every node has.
 	CapabilityLibreswan Capability = "libreswan"
+	// CapabilityMACsec: MACsec interfaces, whose keys NetworkManager agrees through
+	// wpa_supplicant (MACsec Key Agreement).
+	CapabilityMACsec Capability = "macsec"
+	// CapabilityMACsecOffload: a MACsec interface's offload (macsec.offload).
+	CapabilityMACsecOffload Capability = "macsec-offload"
 )
 
 // Capabilities are every capability a field can need, in a stable order.
-var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN, CapabilityLibreswan}
+var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN, CapabilityLibreswan,
+	CapabilityMACsec, CapabilityMACsecOffload}
 
 // needer is a section only some nodes can apply: an interface of its types needs the
 // capability.

@@ -170,14 +170,26 @@ func (s *Secret) decodeValue(d *decoder, path string, v any) bool {
 	return true
 }
 
+// secretHolder is a section that holds a secret (a pre-shared key).
+type secretHolder interface {
+	// hidden is a copy of the section with each secret it holds shown as secretShown.
+	hidden() Section
+}
+
 // hideSecrets is it with each secret it holds replaced by secretShown, for showing.
 func hideSecrets(it Interface) Interface {
-	if l, ok := it.Section.(*LibreswanConfig); ok && l != nil && l.PSK != "" {
-		c := *l
-		c.PSK = secretShown
-		it.Section = &c
+	if h, ok := it.Section.(secretHolder); ok {
+		it.Section = h.hidden()
 	}
 	return it
+}
+
+func (l *LibreswanConfig) hidden() Section {
+	c := *l
+	if c.PSK != "" {
+		c.PSK = secretShown
+	}
+	return &c
 }
 
 // IPsecInterfaceID is libreswan's ipsec-interface: yes, no, or an interface number. nmstate

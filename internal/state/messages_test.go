@@ -55,6 +55,7 @@ var sectionDocs = []string{
 	"interfaces: [{name: ib0, type: infiniband, infiniband: {mode: datagram, %s}}]",
 	"interfaces: [{name: hsr0, type: hsr, hsr: {port1: eth1, port2: eth2, multicast-spec: 40, %s}}]",
 	"interfaces: [{name: ipvlan0, type: ipvlan, ipvlan: {base-iface: eth1, %s}}]",
+	"interfaces: [{name: macsec0, type: macsec, macsec: {base-iface: eth1, mka-cak: 50b71a8ef0bd5751ea76de6d6c98c03a, mka-ckn: f2b4, %s}}]",
 	"interfaces: [{name: conn0, type: ipsec, libreswan: {right: 192.0.2.252, %s}}]",
 	"routes: {%s}",
 	"routes: {config: [{destination: 10.0.0.0/8, next-hop-interface: eth1, %s}]}",

@@ -112,7 +112,7 @@ var SupportedTypes = []InterfaceType{Ethernet, Dummy, OVSBridge, OVSInterface}
 
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
-var knownUnsupportedTypes = []string{"team", "macsec", "loopback", "unknown", "xfrm", "wireguard", "dispatch"}
+var knownUnsupportedTypes = []string{"team", "loopback", "unknown", "xfrm", "wireguard", "dispatch"}
 
 // unsupportedTypeReasons say why, where there is more to say than "not supported".
 var unsupportedTypeReasons = map[string]string{}
@@ -139,7 +139,6 @@ type Interface struct {
 	_ struct{} `key:"max-mtu" nmstate:"ignored"`
 	_ struct{} `key:"permanent-mac-address" nmstate:"ignored"`
 	_ struct{} `key:"team" refused:"team is not supported"`
-	_ struct{} `key:"macsec" refused:"MACsec is not applied yet"`
 	_ struct{} `key:"bridge-vlan" refused:"not applied yet"`
 	// Read in NetworkManager's sources: no alternative-name setting in any release to 1.58.
 	_ struct{} `key:"alt-names" refused:"NetworkManager has no setting for alternative interface names to apply them with (none in any release to 1.58)"`

@@ -22,6 +22,7 @@ var NmstateApplied = []string{
 	"mac_vtap_create.yaml", "mac_vtap_absent.yaml",
 	"ipvlan_create.yaml", "ipvlan_absent.yaml",
 	"hsr0_up.yaml", "hsr0_absent.yaml",
+	"macsec0_up.yaml", "macsec0_absent.yaml",
 	"veth1_up.yaml", "veth1_absent.yaml",
 	"vrf0_with_eth1.yaml", "vrf0_absent.yaml",
 	"ovsbridge_create.yaml", "ovsbridge_delete.yaml",

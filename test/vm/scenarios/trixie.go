@@ -108,7 +108,7 @@ interfaces:
 		if err := expect([]string{"ip", "addr", "show", e.NICs.B}, "192.0.2.252/24"); err != nil {
 			return err
 		}
-		if err := expect([]string{"nmcli", "-g", "match.path,connection.interface-name", "connection", "show", "lan-b"}, "pci-"+pci, e.NICs.B); err != nil {
+		if err := expect([]string{"nmcli", "-g", "match.path,connection.interface-name", "connection", "show", "lan-b"}, strings.ReplaceAll("pci-"+pci, ":", `\:`), e.NICs.B); err != nil { // nmcli -g escapes colons
 			return err
 		}
 		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
