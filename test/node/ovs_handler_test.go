@@ -132,6 +132,18 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 			"interfaces[0].type: NetworkManager 1.42.4 on this node has no hsr profiles (NetworkManager 1.46 and later apply it)"))
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 		Eventually(enactment("prp"), "30s").Should(Equal("<none>"))
+		// nmstate's MACsec example on a node without wpa_supplicant, through which
+		// NetworkManager agrees MACsec keys.
+		p = &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "macsec"}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"macsec0","type":"macsec","state":"up",
+			"macsec":{"base-iface":"eth2","encrypt":true,"mka-cak":"50b71a8ef0bd5751ea76de6d6c98c03a",
+			"mka-ckn":"f2b4297d39da7330910a74abc0449feb45b5c0b9fc23df1430e1898fcf1c4550","port":0,"send-sci":true,"validation":"strict"}}]}`)}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(enactment("macsec"), "30s").Should(Equal("Failing : spec.desiredState: interfaces[0].type: this node has no wpa_supplicant " +
+			"(fi.w1.wpa_supplicant1 is neither on the system bus nor one it can start); NetworkManager agrees MACsec keys through it"))
+		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("macsec0"))
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(enactment("macsec"), "30s").Should(Equal("<none>"))
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {
