@@ -30,13 +30,17 @@ func init() {
 			}
 		},
 		read: func(it *state.Interface, r readBack) {
-			m := &state.MACsecConfig{BaseIface: r.applied.str("macsec", "parent"), MKACKN: r.applied.str("macsec", "mka-ckn")}
-			m.Encrypt, _ = r.applied["macsec"]["encrypt"].Value().(bool)
-			m.SendSCI, _ = r.applied["macsec"]["send-sci"].Value().(bool)
+			// NetworkManager leaves out what has its default: encrypt and send-sci true,
+			// port 1, validation strict.
+			m := &state.MACsecConfig{BaseIface: r.applied.str("macsec", "parent"), MKACKN: r.applied.str("macsec", "mka-ckn"),
+				Encrypt: *flagOr(r.applied, "macsec", "encrypt", true), SendSCI: *flagOr(r.applied, "macsec", "send-sci", true), Port: 1}
 			if p, ok := r.applied["macsec"]["port"].Value().(int32); ok {
 				m.Port = int(p)
 			}
-			v, _ := r.applied["macsec"]["validation"].Value().(int32)
+			v := macsecValidation["strict"]
+			if n, ok := r.applied["macsec"]["validation"].Value().(int32); ok {
+				v = n
+			}
 			for name, n := range macsecValidation {
 				if n == v {
 					m.Validation = name

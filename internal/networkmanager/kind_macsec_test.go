@@ -42,9 +42,11 @@ func TestMACsecProfile(t *testing.T) {
 		t.Errorf("connection.type %q", p.str("connection", "type"))
 	}
 
-	// Read back as NetworkManager hands it out: without the key, with its port.
-	delete(p["macsec"], "mka-cak")
-	p.set("macsec", "port", int32(1))
+	// Read back as NetworkManager hands it out: without the key, and without what has
+	// NetworkManager's default (encrypt, send-sci, validation strict, port 1).
+	for _, k := range []string{"mka-cak", "encrypt", "send-sci", "validation", "port"} {
+		delete(p["macsec"], k)
+	}
 	got := state.Interface{Name: it.Name, Type: state.MACsec, State: state.Up}
 	describe(&got, p, nil, nil, nil)
 	if diffs := state.Verify(state.State{Interfaces: []state.Interface{it}}, state.State{Interfaces: []state.Interface{got}}); len(diffs) > 0 {
