@@ -32,7 +32,6 @@ var publishedRefused = map[string]string{
 	"openshift/k8s-nmstate-deleting-alternative-interface-names-1.yaml":               "no setting for alternative interface names",
 	"openshift/k8s-nmstate-deleting-alternative-interface-names-2.yaml":               "no setting for alternative interface names",
 	"openshift/k8s-nmstate-deleting-alternative-interface-names-3.yaml":               "no setting for alternative interface names",
-	"openshift/virt-example-predictable-route-table-id.yaml":                          "vrf-name: not supported by nmoverlay: not applied yet: give the route its VRF's route-table-id",
 	// Published as a fragment with the bridge's address on the OVS bridge itself.
 	"openshift/virt-localnet-additional-network-config-1.yaml": "an OVS bridge has no IP configuration of its own",
 	"openshift/virt-localnet-additional-network-config-2.yaml": "an OVS bridge has no IP configuration of its own",

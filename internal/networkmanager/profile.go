@@ -428,6 +428,9 @@ func routeData(r state.Route, pfx netip.Prefix) map[string]dbus.Variant {
 	if r.Source != "" {
 		rd["src"] = dbus.MakeVariant(r.Source)
 	}
+	if r.RouteType != "" {
+		rd["type"] = dbus.MakeVariant(r.RouteType)
+	}
 	if r.Cwnd != nil {
 		// The kernel ignores a congestion window that is not locked (ip-route(8)).
 		rd["cwnd"] = dbus.MakeVariant(uint32(*r.Cwnd))

@@ -15,8 +15,11 @@ import (
 )
 
 // kernelRoute is a route as the kernel runs it, with what NetworkManager's RouteData
-// leaves out: its preferred source and its locked congestion window.
+// leaves out: its preferred source, its locked congestion window, and the routes that
+// drop what they match (RouteData has unicast routes alone).
 type kernelRoute struct {
+	// Type is blackhole, unreachable or prohibit; "" for a unicast route.
+	Type        string `json:"type,omitempty"`
 	Destination string `json:"destination"`
 	Interface   string `json:"interface,omitempty"`
 	Table       int    `json:"table"`
@@ -39,7 +42,8 @@ func routeAttributesApplied(applied map[string]settings) bool {
 			if slices.ContainsFunc(dictList(a[fam]["route-data"]), func(r map[string]dbus.Variant) bool {
 				_, src := r["src"]
 				_, cwnd := r["cwnd"]
-				return src || cwnd
+				_, typ := r["type"]
+				return src || cwnd || typ
 			}) {
 				return true
 			}
@@ -80,10 +84,11 @@ func readKernelRoutes() ([]kernelRoute, error) {
 // parseKernelRoute reads one RTM_NEWROUTE payload: struct rtmsg, then its attributes.
 func parseKernelRoute(data []byte, names map[uint32]string) (kernelRoute, bool) {
 	family, dstLen, table, typ := data[0], int(data[1]), int(data[4]), data[7]
-	if typ != unix.RTN_UNICAST || family != unix.AF_INET && family != unix.AF_INET6 {
+	name, known := routeTypes[typ]
+	if !known || family != unix.AF_INET && family != unix.AF_INET6 {
 		return kernelRoute{}, false
 	}
-	r := kernelRoute{Table: table}
+	r := kernelRoute{Type: name, Table: table}
 	dst := netip.IPv4Unspecified()
 	if family == unix.AF_INET6 {
 		dst = netip.IPv6Unspecified()
@@ -125,15 +130,34 @@ func parseKernelRoute(data []byte, names map[uint32]string) (kernelRoute, bool) 
 	if lock&(1<<rtaxCwnd) != 0 {
 		r.Cwnd = int(cwnd)
 	}
+	if r.Type != "" {
+		r.Interface = "" // the kernel gives an IPv6 one lo's; it has none
+	}
 	r.Destination = netip.PrefixFrom(dst, dstLen).String()
 	return r, true
+}
+
+// routeTypes names the kernel's route types nmstate has; unicast is "".
+var routeTypes = map[byte]string{unix.RTN_UNICAST: "", unix.RTN_BLACKHOLE: "blackhole", unix.RTN_UNREACHABLE: "unreachable", unix.RTN_PROHIBIT: "prohibit"}
+
+// droppingRoutes are the kernel's routes that drop what they match, as the model says
+// them: no next hop, no interface.
+func droppingRoutes(kernel []kernelRoute) []state.Route {
+	var out []state.Route
+	for _, k := range kernel {
+		if k.Type != "" {
+			table, metric := k.Table, k.Metric
+			out = append(out, state.Route{Destination: k.Destination, RouteType: k.Type, TableID: &table, Metric: &metric})
+		}
+	}
+	return out
 }
 
 // withKernelAttributes is rt with the source and congestion window of the kernel's route
 // that is rt: the same destination, interface, table and metric.
 func withKernelAttributes(rt state.Route, kernel []kernelRoute) state.Route {
 	for _, k := range kernel {
-		if k.Destination == rt.Destination && k.Interface == rt.NextHopInterface && k.Table == *rt.TableID &&
+		if k.Type == "" && k.Destination == rt.Destination && k.Interface == rt.NextHopInterface && k.Table == *rt.TableID &&
 			(rt.Metric == nil || *rt.Metric == k.Metric) {
 			rt.Source = k.Source
 			if k.Cwnd != 0 {

@@ -53,7 +53,9 @@ func TestParseKernelRoute(t *testing.T) {
 		// ip-route(8): a window that is not locked is a hint the kernel does not keep to.
 		{"a window not locked", kernelRouteMsg(unix.RTN_UNICAST, rtattrOf(rtaxCwnd, u32bytes(20))),
 			kernelRoute{Destination: "198.51.100.0/24", Interface: "eth1", Table: 254, Metric: 150, Source: "192.0.2.251"}, true},
-		{"a blackhole route is not unicast", kernelRouteMsg(unix.RTN_BLACKHOLE, nil), kernelRoute{}, false},
+		{"a blackhole route, on no interface", kernelRouteMsg(unix.RTN_BLACKHOLE, nil),
+			kernelRoute{Type: "blackhole", Destination: "198.51.100.0/24", Table: 254, Metric: 150, Source: "192.0.2.251"}, true},
+		{"a local route is not one of the model's", kernelRouteMsg(unix.RTN_LOCAL, nil), kernelRoute{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := parseKernelRoute(tc.msg, names)

@@ -159,8 +159,8 @@ type Snapshot struct {
 	// Sysfs are the kernel attributes each kind reads back (kind.sysfs), by device name
 	// and path under /sys/class/net/<name>.
 	Sysfs map[string]map[string]string `json:"sysfs,omitempty"`
-	// KernelRoutes are the kernel's unicast routes, read only when an applied profile
-	// gives a route a source or a congestion window, which RouteData does not report.
+	// KernelRoutes are the kernel's routes, read only when an applied profile gives a route
+	// a source, a congestion window or a type, which RouteData does not report.
 	KernelRoutes []kernelRoute `json:"kernel-routes,omitempty"`
 }
 
@@ -266,6 +266,7 @@ func (snap Snapshot) State() state.State {
 		for i, r := range routes.Running {
 			routes.Running[i] = withKernelAttributes(r, snap.KernelRoutes)
 		}
+		routes.Running = append(routes.Running, droppingRoutes(snap.KernelRoutes)...)
 	}
 	sort.Slice(routes.Running, func(i, j int) bool { return routeSortKey(routes.Running[i]) < routeSortKey(routes.Running[j]) })
 	sort.Slice(routes.Config, func(i, j int) bool { return routeSortKey(routes.Config[i]) < routeSortKey(routes.Config[j]) })
@@ -506,6 +507,9 @@ func runningRoute(r map[string]dbus.Variant, dev string) state.Route {
 	// route has none of them (Snapshot.KernelRoutes has).
 	if src, ok := r["src"].Value().(string); ok {
 		rt.Source = src
+	}
+	if typ, ok := r["type"].Value().(string); ok && typ != "unicast" {
+		rt.RouteType = typ
 	}
 	if c, ok := r["cwnd"].Value().(uint32); ok {
 		cwnd := int(c)

@@ -128,6 +128,10 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 				if (r.State == "absent") != absent {
 					continue
 				}
+				r, err := h.inVRFTable(r, desired)
+				if err != nil {
+					return nil, err
+				}
 				for _, name := range h.routeCarriers(r, prune, in) {
 					p := pl.perIface[name]
 					p.routes = append(p.routes, r)
@@ -240,6 +244,9 @@ func (h *host) uuidOf(key string) string {
 // one the interface runs, which is shadowed, never edited) holding a route it selects.
 func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool) []string {
 	if r.State != "absent" {
+		if r.NextHopInterface == "" {
+			return []string{r.VRFName} // a route in a VRF, with no next hop: on the VRF's profile
+		}
 		return []string{r.NextHopInterface}
 	}
 	out := h.holders(prune, func(s settings, name string) bool {
@@ -251,6 +258,24 @@ func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool)
 		out = append(out, r.NextHopInterface)
 	}
 	return out
+}
+
+// inVRFTable is r with its VRF's route table as its table-id, when it names a VRF (the
+// desired state's, else the node's) and no table.
+func (h *host) inVRFTable(r state.Route, desired state.State) (state.Route, error) {
+	if r.VRFName == "" || r.TableID != nil {
+		return r, nil
+	}
+	cur, err := h.current()
+	if err != nil {
+		return r, err
+	}
+	t, ok := state.VRFTables(desired, cur)[r.VRFName]
+	if !ok {
+		return r, fmt.Errorf("routes.config[%s].vrf-name: no VRF %s in the desired state or on the node", r, r.VRFName)
+	}
+	r.TableID = &t
+	return r, nil
 }
 
 // holders are the interfaces, by name, whose profiles held says hold something to remove:

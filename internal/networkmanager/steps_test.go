@@ -577,3 +577,38 @@ func TestPlanPortNamingController(t *testing.T) {
 		})
 	}
 }
+
+// A route in a VRF with no next hop goes on the VRF's profile, in the VRF's table: the
+// desired state's VRF, else the node's.
+func TestPlanRouteInVRF(t *testing.T) {
+	node := state.State{Interfaces: []state.Interface{{Name: "vrf0", Type: state.VRF, State: state.Up, Section: &state.VRFConfig{RouteTableID: 100}}}}
+	for _, tc := range []struct {
+		name, doc string
+		table     int
+		err       string
+	}{
+		{"the node's VRF", `routes: {config: [{destination: 198.51.200.0/24, route-type: blackhole, vrf-name: vrf0}]}`, 100, ""},
+		{"the state's VRF", `interfaces: [{name: vrf0, type: vrf, state: up, vrf: {route-table-id: 200, port: [eth1]}}]
+routes: {config: [{destination: 198.51.200.0/24, route-type: blackhole, vrf-name: vrf0}]}`, 200, ""},
+		{"no such VRF", `routes: {config: [{destination: 198.51.200.0/24, route-type: blackhole, vrf-name: vrf9}]}`, 0, "no VRF vrf9 in the desired state or on the node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost(map[string]settings{"eth1": ipProfile("manual", true, "disabled", nil)}, node)
+			desired, ordered := mustParse(t, tc.doc)
+			pl, err := h.steps(desired, ordered, true)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			routes := pl.perIface["vrf0"].routes
+			if len(routes) != 1 || routes[0].TableID == nil || *routes[0].TableID != tc.table || routes[0].RouteType != "blackhole" {
+				t.Errorf("vrf0 carries %+v, want the blackhole route in table %d", routes, tc.table)
+			}
+		})
+	}
+}

@@ -37,3 +37,19 @@ func (v *VRFConfig) verify(add addFunc, it Interface, got Section) {
 }
 
 func (v *VRFConfig) addPort(name string) { v.Port = append(v.Port, name) }
+
+// VRFTables are the route tables of the VRFs the states have, by name: the first state's
+// first (a desired state before the node's).
+func VRFTables(states ...State) map[string]int {
+	out := map[string]int{}
+	for _, s := range states {
+		for _, it := range s.Interfaces {
+			if v := SectionOf[*VRFConfig](it); v != nil && it.State != Absent {
+				if _, ok := out[it.Name]; !ok {
+					out[it.Name] = v.RouteTableID
+				}
+			}
+		}
+	}
+	return out
+}

@@ -259,8 +259,6 @@ type Routes struct {
 // Route is one route. State absent removes matching routes.
 type Route struct {
 	_ struct{} `key:"weight" refused:"ECMP weights are not applied yet"`
-	_ struct{} `key:"route-type" refused:"blackhole, unreachable and prohibit routes are not applied yet: such a route has no next-hop interface, and nmoverlay places and verifies routes on theirs"`
-	_ struct{} `key:"vrf-name" refused:"not applied yet: give the route its VRF's route-table-id as its table-id"`
 	_ struct{} `key:"initcwnd" refused:"not applied yet"`
 	_ struct{} `key:"initrwnd" refused:"not applied yet"`
 	_ struct{} `key:"mtu" refused:"not applied yet"`
@@ -272,6 +270,12 @@ type Route struct {
 	NextHopInterface string `json:"next-hop-interface,omitempty"`
 	Metric           *int   `json:"metric,omitempty" nmstate:"range=0..u32"`
 	TableID          *int   `json:"table-id,omitempty" nmstate:"range=0..u32"`
+	// RouteType is blackhole, unreachable or prohibit: a route that drops what it matches,
+	// and has no next hop; "" for one that forwards.
+	RouteType string `json:"route-type,omitempty" nmstate:"one-of=blackhole|unreachable|prohibit"`
+	// VRFName puts the route in the named VRF's route table, on the VRF's profile unless it
+	// has a next-hop-interface.
+	VRFName string `json:"vrf-name,omitempty"`
 	// Source is the address the node sends from over the route (the kernel's prefsrc).
 	Source string `json:"source,omitempty"`
 	// Cwnd is the TCP congestion window the route fixes (locked, as ip-route's "lock").

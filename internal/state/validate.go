@@ -133,8 +133,18 @@ func Validate(s State) field.Errors {
 		validateOVN(s.OVN, fail)
 	}
 	if s.Routes != nil {
+		tables := VRFTables(s)
 		for i, r := range s.Routes.Config {
-			validateRoute(index("routes.config", i), r, fail)
+			p := index("routes.config", i)
+			validateRoute(p, r, fail)
+			if r.VRFName == "" {
+				continue
+			}
+			if j, ok := byName[r.VRFName]; ok && s.Interfaces[j].State != Absent && s.Interfaces[j].inferType() != VRF {
+				fail(join(p, "vrf-name"), "%q (interfaces[%d]) is not a VRF", r.VRFName, j)
+			} else if t, ok := tables[r.VRFName]; ok && r.TableID != nil && *r.TableID != t {
+				fail(join(p, "table-id"), "%d, but VRF %s's route table is %d", *r.TableID, r.VRFName, t)
+			}
 		}
 	}
 	if s.DNSResolver != nil && s.DNSResolver.Config != nil {
@@ -414,11 +424,30 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 			fail(join(p, "source"), "%s and destination %s are of different IP families", r.Source, r.Destination)
 		}
 	}
+	if r.VRFName != "" {
+		if e := checkIfname(r.VRFName); e != "" {
+			fail(join(p, "vrf-name"), "%q %s", r.VRFName, e)
+		} else if r.State == "absent" {
+			fail(join(p, "vrf-name"), "an absent route names its VRF's route table by table-id")
+		}
+	}
+	if r.RouteType != "" {
+		switch {
+		case r.NextHopAddress != "":
+			fail(join(p, "next-hop-address"), "a %s route has no next hop", r.RouteType)
+		case r.NextHopInterface != "":
+			fail(join(p, "next-hop-interface"), "a %s route has no next hop: give its VRF with vrf-name", r.RouteType)
+		case r.VRFName == "" && r.State != "absent":
+			// nmstate puts it on the loopback interface's profile.
+			fail(join(p, "vrf-name"), "required for a %s route: nmoverlay puts it on its VRF's profile, in its table; outside a VRF it "+
+				"would go on the loopback interface's profile, which nmoverlay does not manage", r.RouteType)
+		}
+	}
 	if r.NextHopInterface != "" {
 		if e := checkIfname(r.NextHopInterface); e != "" {
 			fail(join(p, "next-hop-interface"), "%q %s", r.NextHopInterface, e)
 		}
-	} else if r.State != "absent" {
+	} else if r.State != "absent" && r.VRFName == "" && r.RouteType == "" {
 		fail(join(p, "next-hop-interface"), "required: NetworkManager keeps routes on a connection profile")
 	}
 	if r.State == "absent" && r.Destination == "" && r.NextHopInterface == "" && r.NextHopAddress == "" && (r.TableID == nil || *r.TableID == 0) {

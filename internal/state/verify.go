@@ -54,7 +54,7 @@ func Verify(desired, current State) []string {
 			add("%s.controller: %s, want %s", n, orNone(controllerOf[want.Name]), orNone(*c))
 		}
 	}
-	verifyRoutes(add, desired.Routes, current.Routes)
+	verifyRoutes(add, desired.Routes, current.Routes, VRFTables(desired, current))
 	verifyDNS(add, desired.DNSResolver, current.DNSResolver)
 	verifyRouteRules(add, desired.RouteRules, current.RouteRules)
 	verifyOVN(add, desired.OVN, current.OVN)
@@ -176,7 +176,9 @@ func verifyIP(add func(string, ...any), path string, want, got *IPConfig) {
 	}
 }
 
-func verifyRoutes(add func(string, ...any), desired, current *Routes) {
+// verifyRoutes: each present route runs, each absent one is held by no profile. A route
+// in a VRF is in that VRF's table (vrfTables, by VRF name).
+func verifyRoutes(add func(string, ...any), desired, current *Routes, vrfTables map[string]int) {
 	if desired == nil {
 		return
 	}
@@ -194,6 +196,14 @@ func verifyRoutes(add func(string, ...any), desired, current *Routes) {
 				}
 			}
 			continue
+		}
+		if want.VRFName != "" && want.TableID == nil {
+			t, ok := vrfTables[want.VRFName]
+			if !ok {
+				add("routes.config[%s]: no VRF %s", want, want.VRFName)
+				continue
+			}
+			want.TableID = &t
 		}
 		if !slices.ContainsFunc(current.Running, func(r Route) bool { return routeMatches(want, r) }) {
 			add("routes.config[%s]: missing", want)
@@ -265,6 +275,9 @@ func routeMatches(want, got Route) bool {
 	if want.Metric != nil && (got.Metric == nil || *got.Metric != *want.Metric) {
 		return false
 	}
+	if want.RouteType != got.RouteType { // "" for both: a unicast route
+		return false
+	}
 	if want.Source != "" && !sameIP(want.Source, got.Source) {
 		return false
 	}
@@ -313,7 +326,7 @@ func (r Route) String() string {
 	var parts []string
 	for _, kv := range [][2]string{{"destination", r.Destination}, {"next-hop-interface", r.NextHopInterface},
 		{"next-hop-address", r.NextHopAddress}, {"table-id", intOrEmpty(r.TableID)}, {"metric", intOrEmpty(r.Metric)},
-		{"source", r.Source}, {"cwnd", intOrEmpty(r.Cwnd)}} {
+		{"source", r.Source}, {"cwnd", intOrEmpty(r.Cwnd)}, {"route-type", r.RouteType}, {"vrf-name", r.VRFName}} {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+"="+kv[1])
 		}

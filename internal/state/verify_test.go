@@ -49,6 +49,7 @@ routes:
   config:
   - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100, source: 192.0.2.1, cwnd: 20}
   - {destination: 203.0.113.0/24, state: absent}
+  - {destination: 198.51.200.0/24, route-type: blackhole, vrf-name: vrf1}
 dns-resolver:
   config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
 `
@@ -97,6 +98,7 @@ routes:
   running:
   - {destination: 198.51.100.0/24, next-hop-interface: eth1, next-hop-address: 192.0.2.254, metric: 50, table-id: 100, source: 192.0.2.1, cwnd: 20}
   - {destination: 203.0.113.0/24, next-hop-interface: eth1, table-id: 254}
+  - {destination: 198.51.200.0/24, route-type: blackhole, table-id: 10, metric: 0}
 dns-resolver:
   config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
   running: {server: [192.0.2.53, "2001:db8::53", 192.0.2.99], search: [example.com]}
@@ -173,6 +175,8 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"route metric", func(s *State) { *s.Routes.Running[0].Metric = 51 }, "routes.config[destination=198.51.100.0/24"},
 		{"route source", func(s *State) { s.Routes.Running[0].Source = "192.0.2.2" }, "routes.config[destination=198.51.100.0/24"},
 		{"route cwnd", func(s *State) { s.Routes.Running[0].Cwnd = nil }, "routes.config[destination=198.51.100.0/24"},
+		{"blackhole route in another table", func(s *State) { *s.Routes.Running[2].TableID = 254 }, "routes.config[destination=198.51.200.0/24"},
+		{"blackhole route unicast", func(s *State) { s.Routes.Running[2].RouteType = "" }, "routes.config[destination=198.51.200.0/24"},
 		{"route table", func(s *State) { *s.Routes.Running[0].TableID = 254 }, "routes.config[destination=198.51.100.0/24"},
 		{"absent route", func(s *State) {
 			s.Routes.Config = append(s.Routes.Config, Route{Destination: "203.0.113.0/24", NextHopInterface: "eth9", TableID: ptr(7)})

@@ -89,7 +89,7 @@ routes:
 		// Every owned profile goes: NIC B is back on its own.
 		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
 	}},
-	{"a NIC found by its PCI address, its profile named by the policy (identifier pci-address)", func(ctx context.Context, e *Env) error {
+	{"a NIC found by its PCI address with identifier pci-address, its profile named by the policy", func(ctx context.Context, e *Env) error {
 		// A virtio NIC's device is on the virtio bus (virtio2), under its PCI device.
 		dev, err := filepath.EvalSymlinks("/sys/class/net/" + e.NICs.B + "/device")
 		if err != nil {
@@ -112,6 +112,43 @@ interfaces:
 			return err
 		}
 		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
+	}},
+	{"OpenShift Virtualization's VRF with a blackhole route in its table by vrf-name, as published", func(ctx context.Context, e *Env) error {
+		policy, err := published.OpenShift("virt-example-predictable-route-table-id.yaml")
+		if err != nil {
+			return err
+		}
+		raw, _, err := policyDesired(strings.NewReplacer("eth1", "{B}", "eth2", "{C}").Replace(policy))
+		if err != nil {
+			return err
+		}
+		// As for nmstate's VRF example: the ports without the DHCP their Debian profiles
+		// ask for (a VRF's port keeps its IP configuration, and no DHCP server is on
+		// their link).
+		ports := "interfaces: [{name: {B}, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: false}}, " +
+			"{name: {C}, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: false}}]"
+		if err := e.Apply(ctx, ports, string(raw)); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "route", "show", "table", "100"}, "blackhole 198.51.200.0/24"); err != nil {
+			return err
+		}
+		if err := expect([]string{"ip", "-d", "link", "show", e.NICs.B}, "master vrf0"); err != nil {
+			return err
+		}
+		s, err := e.NM.Show(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(s.Routes.Running, func(r state.Route) bool {
+			return r.Destination == "198.51.200.0/24" && r.RouteType == "blackhole" && *r.TableID == 100
+		}) {
+			return fmt.Errorf("the blackhole route is not among the running routes read back: %+v", s.Routes.Running)
+		}
+		if err := e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true}); err != nil {
+			return err
+		}
+		return gone("vrf0")
 	}},
 	{"an IPVLAN, which NetworkManager 1.52 and later apply", func(ctx context.Context, e *Env) error {
 		doc := "interfaces: [{name: ipvlan0, type: ipvlan, state: up, ipvlan: {base-iface: {A}, mode: l2, private: true}}]"
