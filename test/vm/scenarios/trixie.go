@@ -118,7 +118,7 @@ interfaces:
 		if err != nil {
 			return err
 		}
-		raw, _, err := policyDesired(strings.NewReplacer("eth1", "{B}", "eth2", "{C}").Replace(policy))
+		raw, _, err := policyDesired(strings.NewReplacer("eth1", e.NICs.B, "eth2", e.NICs.C).Replace(policy))
 		if err != nil {
 			return err
 		}
