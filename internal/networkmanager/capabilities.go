@@ -70,6 +70,9 @@ var requirements = map[state.Capability]requirement{
 		lacking: wpaSupplicantService + " is neither on the system bus nor one it can start",
 		why:     "NetworkManager agrees MACsec keys through it"},
 	state.CapabilityMACsecOffload: {what: "macsec.offload", since: [2]int{1, 46}},
+	// A blackhole route goes on its VRF's profile, which has no address: ipv4.method manual
+	// with routes alone (earlier releases want an address).
+	state.CapabilityRouteWithoutAddress: {what: "profiles with routes and no address", since: [2]int{1, 46}},
 	state.CapabilityLibreswan: {what: "NetworkManager-libreswan",
 		plugin:  func(c Capabilities) bool { return c.Libreswan },
 		lacking: "no plugin file for " + libreswanService + " in " + vpnPluginDir,

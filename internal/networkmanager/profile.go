@@ -100,6 +100,7 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 	if it.Ethtool != nil {
 		setEthtool(s, it.Ethtool)
 	}
+	setOVSDB(s, it.OVSDB)
 
 	setController(s, p.port)
 	if p.l2Port() || typ == state.OVSBridge || typ == state.OVSPort {
@@ -363,8 +364,14 @@ func setRoutes(s settings, family string, want []state.Route) error {
 		}
 		routes = putRoute(routes, routeData(r, pfx))
 	}
-	if s.str(family, "method") == "disabled" && len(routes) > 0 {
-		return fmt.Errorf("routes via this interface need %s enabled", family)
+	if m := s.str(family, "method"); (m == "disabled" || m == "") && len(routes) > 0 {
+		// A VRF without addresses carries its blackhole routes with the family on, routes
+		// alone (NetworkManager 1.46 and later).
+		if !slices.ContainsFunc(routes, func(rd map[string]dbus.Variant) bool { return rd["type"].Value() == nil }) {
+			s.set(family, "method", "manual")
+		} else {
+			return fmt.Errorf("routes via this interface need %s enabled", family)
+		}
 	}
 	s.set(family, "route-data", routes)
 	return nil

@@ -105,3 +105,23 @@ func TestRouteAttributesInProfile(t *testing.T) {
 		t.Error("a profile with a route source does not ask for the kernel's routes")
 	}
 }
+
+// A profile without the family (a VRF's) carries blackhole routes with the family on and
+// routes alone; a route with a next hop still needs the family enabled.
+func TestBlackholeRoutesOnAProfileWithoutAddresses(t *testing.T) {
+	table := 100
+	blackhole := state.Route{Destination: "198.51.200.0/24", RouteType: "blackhole", TableID: &table}
+	s := settings{}
+	s.set("ipv4", "method", "disabled")
+	if err := setRoutes(s, "ipv4", []state.Route{blackhole}); err != nil || s.str("ipv4", "method") != "manual" {
+		t.Errorf("blackhole: %v, ipv4.method %q, want manual", err, s.str("ipv4", "method"))
+	}
+	if rd := dictList(s["ipv4"]["route-data"]); len(rd) != 1 || rd[0]["type"].Value() != "blackhole" || rd[0]["table"].Value() != uint32(100) {
+		t.Errorf("route-data %v", rd)
+	}
+	s = settings{}
+	s.set("ipv4", "method", "disabled")
+	if err := setRoutes(s, "ipv4", []state.Route{{Destination: "198.51.100.0/24", NextHopAddress: "192.0.2.1", NextHopInterface: "vrf0"}}); err == nil {
+		t.Error("a unicast route on a profile with IPv4 disabled: no error")
+	}
+}

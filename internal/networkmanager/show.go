@@ -249,6 +249,9 @@ func (snap Snapshot) State() state.State {
 			describe(&it, a, portsOf, applied, snap.Sysfs)
 			it.LLDP = readLLDP(a, props)
 			it.Ethtool = ethtoolState(snap.Ethtool[d.name], a)
+			if it.Type == state.OVSBridge || it.Type == state.OVSInterface {
+				it.OVSDB = readOVSDB(a)
+			}
 			// As nmstate: the profile's name when it is not the interface's (OVS profiles are
 			// named by their role: br-ex-br, ovs-port-eth1).
 			if id := a.str("connection", "id"); id != "" && id != it.Name && it.Type != state.OVSBridge && it.Type != state.OVSInterface {

@@ -24,11 +24,14 @@ const (
 	CapabilityMACsec Capability = "macsec"
 	// CapabilityMACsecOffload: a MACsec interface's offload (macsec.offload).
 	CapabilityMACsecOffload Capability = "macsec-offload"
+	// CapabilityRouteWithoutAddress: a route on a profile with no address of its family
+	// (a blackhole route on its VRF's profile).
+	CapabilityRouteWithoutAddress Capability = "route-without-address"
 )
 
 // Capabilities are every capability a field can need, in a stable order.
 var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN, CapabilityLibreswan,
-	CapabilityMACsec, CapabilityMACsecOffload}
+	CapabilityMACsec, CapabilityMACsecOffload, CapabilityRouteWithoutAddress}
 
 // needer is a section only some nodes can apply: an interface of its types needs the
 // capability.

@@ -129,7 +129,6 @@ const (
 // Interface is one interface and its configuration. Pointers and nil slices mean "not
 // given": nmstate applies only what a desired state names.
 type Interface struct {
-	_ struct{} `key:"ovs-db" refused:"Open vSwitch external_ids and other_config are not applied yet"`
 	_ struct{} `key:"dpdk" refused:"DPDK interfaces are not supported"`
 	_ struct{} `key:"802.1x" refused:"802.1X is not supported"`
 	_ struct{} `key:"dispatch" refused:"dispatch scripts are not supported"`
@@ -178,6 +177,8 @@ type Interface struct {
 	AcceptAllMACAddresses *bool `json:"accept-all-mac-addresses,omitempty"`
 	// Ethernet is the ethernet section: a physical function's SR-IOV VFs.
 	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
+	// OVSDB is an Open vSwitch bridge's or interface's OVSDB columns.
+	OVSDB *OVSDBColumns `json:"ovs-db,omitempty"`
 
 	// Section is the type's own section (a bond's link-aggregation, a VLAN's vlan), nil
 	// when it has none or the state does not give it.
@@ -272,7 +273,7 @@ type Route struct {
 	TableID          *int   `json:"table-id,omitempty" nmstate:"range=0..u32"`
 	// RouteType is blackhole, unreachable or prohibit: a route that drops what it matches,
 	// and has no next hop; "" for one that forwards.
-	RouteType string `json:"route-type,omitempty" nmstate:"one-of=blackhole|unreachable|prohibit"`
+	RouteType string `json:"route-type,omitempty" nmstate:"one-of=blackhole|unreachable|prohibit,needs=route-without-address"`
 	// VRFName puts the route in the named VRF's route table, on the VRF's profile unless it
 	// has a next-hop-interface.
 	VRFName string `json:"vrf-name,omitempty"`

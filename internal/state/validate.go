@@ -44,6 +44,12 @@ func Validate(s State) field.Errors {
 		if it.Type == OVSBridge {
 			validateOVSBridgeOwn(p, it, fail)
 		}
+		if it.OVSDB != nil {
+			if it.Type != OVSBridge && it.Type != OVSInterface {
+				fail(join(p, "ovs-db"), "only an Open vSwitch bridge or interface has an OVSDB row (this is of type %s)", orNone(string(it.Type)))
+			}
+			it.OVSDB.validate(join(p, "ovs-db"), fail)
+		}
 		if it.Type == IPsec {
 			validateIPsecOwn(p, it, fail)
 		}

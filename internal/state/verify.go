@@ -107,6 +107,9 @@ func verifyInterface(add func(string, ...any), want, got Interface) {
 	if want.Ethtool != nil {
 		verifyEthtool(add, n+".ethtool", want.Ethtool, got.Ethtool)
 	}
+	if want.OVSDB != nil {
+		verifyOVSDB(add, n+".ovs-db", want.OVSDB, got.OVSDB)
+	}
 	if want.LLDP != nil && want.LLDP.Enabled != nil {
 		on := got.LLDP != nil && isTrue(got.LLDP.Enabled)
 		if on != *want.LLDP.Enabled {

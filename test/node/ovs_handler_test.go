@@ -144,6 +144,17 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("macsec0"))
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 		Eventually(enactment("macsec"), "30s").Should(Equal("<none>"))
+		// OpenShift Virtualization's VRF with a blackhole route in its table: the route goes
+		// on the VRF's profile, which has no address.
+		p = &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "vrf-blackhole"}}
+		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"vrf9","type":"vrf","state":"up","vrf":{"route-table-id":100,"port":["eth3"]}}],
+			"routes":{"config":[{"destination":"198.51.200.0/24","route-type":"blackhole","vrf-name":"vrf9"}]}}`)}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(enactment("vrf-blackhole"), "30s").Should(Equal("Failing : spec.desiredState: routes.config[0].route-type: " +
+			"NetworkManager 1.42.4 on this node has no profiles with routes and no address (NetworkManager 1.46 and later apply it)"))
+		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("vrf9"))
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(enactment("vrf-blackhole"), "30s").Should(Equal("<none>"))
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {

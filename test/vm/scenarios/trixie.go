@@ -150,6 +150,25 @@ interfaces:
 		}
 		return gone("vrf0")
 	}},
+	{"an OVS bridge's and interface's ovs-db columns, read from OVSDB", func(ctx context.Context, e *Env) error {
+		if err := waitForOVSDB(ctx); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, `
+interfaces:
+- {name: br-db, type: ovs-bridge, state: up, ovs-db: {external_ids: {owner: team-a}}, bridge: {port: [{name: br-db-if}]}}
+- {name: br-db-if, type: ovs-interface, state: up, ovs-db: {other_config: {note: "42"}}, ipv4: {enabled: false}, ipv6: {enabled: false}}
+`); err != nil {
+			return err
+		}
+		if err := expect([]string{"ovs-vsctl", "get", "Bridge", "br-db", "external_ids:owner"}, "team-a"); err != nil {
+			return err
+		}
+		if err := expect([]string{"ovs-vsctl", "get", "Interface", "br-db-if", "other_config:note"}, "42"); err != nil {
+			return err
+		}
+		return e.Apply(ctx, "interfaces: [{name: br-db, type: ovs-bridge, state: absent}]")
+	}},
 	{"an IPVLAN, which NetworkManager 1.52 and later apply", func(ctx context.Context, e *Env) error {
 		doc := "interfaces: [{name: ipvlan0, type: ipvlan, state: up, ipvlan: {base-iface: {A}, mode: l2, private: true}}]"
 		if err := e.check(ctx, doc); err != nil {
