@@ -364,7 +364,7 @@ func setRoutes(s settings, family string, want []state.Route) error {
 		}
 		routes = putRoute(routes, routeData(r, pfx))
 	}
-	if m := s.str(family, "method"); (m == "disabled" || m == "") && len(routes) > 0 {
+	if s.str(family, "method") == "disabled" && len(routes) > 0 {
 		// A VRF without addresses carries its blackhole routes with the family on, routes
 		// alone (NetworkManager 1.46 and later).
 		if !slices.ContainsFunc(routes, func(rd map[string]dbus.Variant) bool { return rd["type"].Value() == nil }) {
