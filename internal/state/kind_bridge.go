@@ -111,7 +111,7 @@ func (p BridgePort) Interfaces() []string {
 // OVSBond is an OVS bridge port's link-aggregation: Open vSwitch's bonding, not the
 // kernel's.
 type OVSBond struct {
-	_ struct{} `key:"ovs-db" refused:"OVSDB columns of a port are not applied yet"`
+	_ struct{} `key:"ovs-db" refused:"the OVSDB columns of an OVS bond's port are not applied yet (an OVS bridge's or interface's ovs-db is)"`
 
 	Mode      string        `json:"mode" nmstate:"required"`
 	Port      []OVSBondPort `json:"port" nmstate:"required"`

@@ -14,7 +14,7 @@ import (
 // State is a network state in nmstate's schema: a desired state parsed from a policy,
 // or a current state reported by a backend.
 type State struct {
-	_ struct{} `key:"ovs-db" refused:"global Open vSwitch database settings are not applied yet"`
+	_ struct{} `key:"ovs-db" refused:"the Open_vSwitch table's external_ids and other_config are not applied yet: they are outside every NetworkManager profile, so no checkpoint would roll them back (an OVS bridge's or interface's ovs-db is applied)"`
 	_ struct{} `key:"dispatch" refused:"dispatch scripts are not supported"`
 	// A policy written for seed 000's netplan backend.
 	_ struct{} `key:"network" refused:"this is netplan's schema (network: {version: 2, ...}); this node's backend is networkmanager, which takes nmstate's (interfaces, routes, ...): spec.backend: netplan in the NMState CR selects the netplan backend"`
@@ -129,8 +129,8 @@ const (
 // Interface is one interface and its configuration. Pointers and nil slices mean "not
 // given": nmstate applies only what a desired state names.
 type Interface struct {
-	_ struct{} `key:"dpdk" refused:"DPDK interfaces are not supported"`
-	_ struct{} `key:"802.1x" refused:"802.1X is not supported"`
+	_ struct{} `key:"dpdk" refused:"DPDK interfaces are not applied: they take a NIC bound to a DPDK driver, hugepages and Open vSwitch built with DPDK, none of which any tier here has to verify them on"`
+	_ struct{} `key:"802.1x" refused:"802.1X is not applied yet: it takes an authenticator on the link and the node's certificates, which no tier here has to verify it against"`
 	_ struct{} `key:"dispatch" refused:"dispatch scripts are not supported"`
 	// What nmstate reports and ignores when applying: a state copied from a
 	// NodeNetworkState applies.
