@@ -22,6 +22,7 @@ import (
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -293,32 +294,70 @@ const namespaceTransformerFile = "zz-nmoverlay-namespace.yaml"
 
 // Decode parses a multi-document YAML stream (a manifest file, Render's output, kubectl
 // kustomize's) into objects. Empty documents are skipped, as kustomize and kubectl do;
-// a document that is not an object with a kind and a name is an error naming its index.
+// a document that is not an object with a kind and a name is an error naming its number,
+// counted from 1 as editors count them.
 func Decode(b []byte) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
+	docs, err := Documents(b)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, d := range docs {
+		o, err := d.Object()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+// Document is one document of a YAML stream, as JSON, with its number in the stream
+// (from 1).
+type Document struct {
+	Number int
+	JSON   []byte
+}
+
+// Documents splits a multi-document YAML stream, skipping empty documents.
+func Documents(b []byte) ([]Document, error) {
+	var out []Document
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for i := 0; ; i++ {
+	for n := 1; ; n++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			return objs, nil
+			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
 		j, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
 		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
 			continue
 		}
-		o := &unstructured.Unstructured{}
-		if err := o.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		if o.GetName() == "" {
-			return nil, fmt.Errorf("document %d: %s without a name", i, o.GetKind())
-		}
-		objs = append(objs, o)
+		out = append(out, Document{Number: n, JSON: j})
 	}
+}
+
+// Object is the document as a Kubernetes object. The error never quotes the document,
+// which may hold a secret (a pre-shared key).
+func (d Document) Object() (*unstructured.Unstructured, error) {
+	o := &unstructured.Unstructured{}
+	if err := o.UnmarshalJSON(d.JSON); err != nil {
+		what := "not a Kubernetes object"
+		switch {
+		case runtime.IsMissingKind(err):
+			what = "no kind: not a Kubernetes object"
+		case runtime.IsMissingVersion(err):
+			what = "no apiVersion: not a Kubernetes object"
+		}
+		return nil, fmt.Errorf("document %d: %s", d.Number, what)
+	}
+	if o.GetName() == "" {
+		return nil, fmt.Errorf("document %d: %s without a name", d.Number, o.GetKind())
+	}
+	return o, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,10 +16,12 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
 const validateAbout = `Checks NodeNetworkConfigurationPolicy manifests offline with the handler's own parser,
-as an administrator's CI does before oc apply. Each FILE may hold several YAML documents;
+as an administrator's CI does before oc apply, and nmstate's own desired-state files (a
+document with no kind whose keys are nmstate's). Each FILE may hold several YAML documents;
 a DIR is read recursively (*.yaml, *.yml, *.json). Documents of other kinds are skipped.
 Every error is printed with its file, document, policy and field path. A field that only
 some NetworkManager releases apply is noted with those releases: a node whose
@@ -104,6 +107,27 @@ func manifestFiles(path string) ([]string, error) {
 	return out, err
 }
 
+// bareDesiredState says whether a document is a desired state alone (nmstate's own files):
+// an object with no kind or apiVersion and one of nmstate's top-level keys.
+func bareDesiredState(doc []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc, &m) != nil {
+		return false
+	}
+	if _, ok := m["kind"]; ok {
+		return false
+	}
+	if _, ok := m["apiVersion"]; ok {
+		return false
+	}
+	for _, k := range []string{"interfaces", "routes", "route-rules", "dns-resolver", "ovn"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // validateFile checks every policy in file: how many it holds, and one line per problem
 // ("file: document 2 (policy br-ex): spec.desiredState.interfaces[0].mtu: ..."), and one
 // note per field that only some nodes apply.
@@ -112,17 +136,31 @@ func validateFile(file string) (policies int, lines, notes []string) {
 	if err != nil {
 		return 0, []string{fmt.Sprintf("%s: %v", file, err)}, nil
 	}
-	docs, err := deploy.Decode(b)
+	docs, err := deploy.Documents(b)
 	if err != nil {
 		return 0, []string{fmt.Sprintf("%s: %v", file, err)}, nil
 	}
-	for i, d := range docs {
-		if !isPolicy(d) {
-			continue
+	for _, doc := range docs {
+		var where string
+		var needs []state.Need
+		if bareDesiredState(doc.JSON) {
+			// nmstate's own format, as its examples are written: a policy's desiredState.
+			policies++
+			where = fmt.Sprintf("%s: document %d (desired state)", file, doc.Number)
+			_, needs, err = state.ParseNeeds(doc.JSON)
+		} else {
+			d, derr := doc.Object()
+			if derr != nil {
+				lines = append(lines, fmt.Sprintf("%s: %v", file, derr))
+				continue
+			}
+			if !isPolicy(d) {
+				continue
+			}
+			policies++
+			where = fmt.Sprintf("%s: document %d (policy %s)", file, doc.Number, d.GetName())
+			needs, err = checkPolicy(d)
 		}
-		policies++
-		where := fmt.Sprintf("%s: document %d (policy %s)", file, i+1, d.GetName())
-		needs, err := checkPolicy(d)
 		var errs field.Errors
 		switch {
 		case err == nil:

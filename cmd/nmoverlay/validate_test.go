@@ -173,3 +173,29 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// nmstate's own files are desired states alone: validated as a policy's desiredState,
+// numbered from 1; a document that is neither is named without being quoted, since it may
+// hold a key.
+func TestValidateDesiredStateFiles(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"macsec.yml": `interfaces:
+- {name: macsec0, type: macsec, state: up, macsec: {base-iface: eth1, encrypt: true, mka-cak: 50b71a8ef0bd5751ea76de6d6c98c03a, mka-ckn: f2b4, port: 0}}
+`,
+		"broken.yml": "---\nname: not-a-state\nmka-cak: 50b71a8ef0bd5751ea76de6d6c98c03a\n",
+	})
+	var stdout, stderr bytes.Buffer
+	code := runValidate([]string{dir}, &stdout, &stderr)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	if want := "macsec.yml: document 1 (desired state): interfaces[0].type: needs macsec: nodes with wpa_supplicant apply it"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q lacks %q", stdout.String(), want)
+	}
+	if want := "broken.yml: document 1: no kind: not a Kubernetes object"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	if strings.Contains(stdout.String()+stderr.String(), "50b71a8ef0bd5751ea76de6d6c98c03a") {
+		t.Errorf("a key printed:\n%s%s", stdout.String(), stderr.String())
+	}
+}
