@@ -137,6 +137,7 @@ func setOVSBond(s settings, b *state.OVSBond) {
 	if b.DownDelay != nil {
 		s.set("ovs-port", "bond-downdelay", uint32(*b.DownDelay))
 	}
+	setOVSDB(s, b.OVSDB)
 }
 
 // ovsBondMode is the nmstate mode of an OVS port's applied bond-mode and lacp.
@@ -158,7 +159,7 @@ func ovsPortBond(a settings, members []string) *state.OVSBond {
 	if len(members) < 2 && a.str("ovs-port", "bond-mode") == "" && (lacp == "" || lacp == "off") {
 		return nil
 	}
-	b := &state.OVSBond{Mode: ovsBondMode(a), Port: make([]state.OVSBondPort, len(members))}
+	b := &state.OVSBond{Mode: ovsBondMode(a), Port: make([]state.OVSBondPort, len(members)), OVSDB: readOVSDB(a)}
 	for i, m := range members {
 		b.Port[i] = state.OVSBondPort{Name: m}
 	}

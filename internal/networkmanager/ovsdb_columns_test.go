@@ -42,3 +42,18 @@ func TestOVSDBColumnsInProfile(t *testing.T) {
 		t.Error("a profile without the settings reads as having columns")
 	}
 }
+
+// An OVS bond's ovs-db goes on its OVS port's profile, and reads back with the bond.
+func TestOVSBondOVSDB(t *testing.T) {
+	b := &state.OVSBond{Mode: "active-backup", Port: []state.OVSBondPort{{Name: "eth1"}, {Name: "eth2"}},
+		OVSDB: &state.OVSDBColumns{ExternalIDs: state.OVSDBMap{"team": "b"}}}
+	s := settings{}
+	setOVSBond(s, b)
+	if ids, _ := s[settingOVSExternalIDs]["data"].Value().(map[string]string); ids["team"] != "b" {
+		t.Errorf("the port's external_ids %v", ids)
+	}
+	got := ovsPortBond(s, []string{"eth1", "eth2"})
+	if got == nil || got.OVSDB == nil || got.OVSDB.ExternalIDs["team"] != "b" {
+		t.Errorf("read back %+v", got)
+	}
+}

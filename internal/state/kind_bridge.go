@@ -111,12 +111,12 @@ func (p BridgePort) Interfaces() []string {
 // OVSBond is an OVS bridge port's link-aggregation: Open vSwitch's bonding, not the
 // kernel's.
 type OVSBond struct {
-	_ struct{} `key:"ovs-db" refused:"the OVSDB columns of an OVS bond's port are not applied yet (an OVS bridge's or interface's ovs-db is)"`
-
 	Mode      string        `json:"mode" nmstate:"required"`
 	Port      []OVSBondPort `json:"port" nmstate:"required"`
 	UpDelay   *int          `json:"bond-updelay,omitempty" nmstate:"range=0..u32"`
 	DownDelay *int          `json:"bond-downdelay,omitempty" nmstate:"range=0..u32"`
+	// OVSDB is the bond's port row's columns.
+	OVSDB *OVSDBColumns `json:"ovs-db,omitempty"`
 }
 
 // Members are the names of the bond's ports.
@@ -166,10 +166,13 @@ func (s *STP) decodeValue(d *decoder, path string, v any) bool {
 	return d.structure(path, v, reflect.ValueOf(s).Elem())
 }
 
-// checkDecoded takes Open vSwitch's bond modes.
+// checkDecoded takes Open vSwitch's bond modes, and the columns of its port's row.
 func (b *OVSBond) checkDecoded(d *decoder, path string, _ map[string]any) {
 	if b.Mode != "" && !slices.Contains(OVSBondModes, b.Mode) {
 		d.fail(join(path, "mode"), "%q is not an OVS bond mode (%s)", b.Mode, strings.Join(OVSBondModes, ", "))
+	}
+	if b.OVSDB != nil {
+		b.OVSDB.validate(join(path, "ovs-db"), d.fail)
 	}
 }
 
@@ -340,6 +343,9 @@ func verifyOVSBond(add func(string, ...any), path string, w, g *OVSBond) {
 		add("%s.mode: %s, want %s", path, g.Mode, w.Mode)
 	}
 	verifyPorts(add, path+".port", w.Members(), g.Members())
+	if w.OVSDB != nil {
+		verifyOVSDB(add, path+".ovs-db", w.OVSDB, g.OVSDB)
+	}
 	for _, f := range []struct {
 		name      string
 		want, got *int

@@ -150,13 +150,14 @@ interfaces:
 		}
 		return gone("vrf0")
 	}},
-	{"an OVS bridge's and interface's ovs-db columns, read from OVSDB", func(ctx context.Context, e *Env) error {
+	{"an OVS bridge's, bond's and interface's ovs-db columns, read from OVSDB", func(ctx context.Context, e *Env) error {
 		if err := waitForOVSDB(ctx); err != nil {
 			return err
 		}
 		if err := e.Apply(ctx, `
 interfaces:
-- {name: br-db, type: ovs-bridge, state: up, ovs-db: {external_ids: {owner: team-a}}, bridge: {port: [{name: br-db-if}]}}
+- {name: br-db, type: ovs-bridge, state: up, ovs-db: {external_ids: {owner: team-a}}, bridge: {port: [{name: br-db-if},
+   {name: bond-db, link-aggregation: {mode: active-backup, ovs-db: {external_ids: {team: b}}, port: [{name: {B}}, {name: {C}}]}}]}}
 - {name: br-db-if, type: ovs-interface, state: up, ovs-db: {other_config: {note: "42"}}, ipv4: {enabled: false}, ipv6: {enabled: false}}
 `); err != nil {
 			return err
@@ -165,6 +166,9 @@ interfaces:
 			return err
 		}
 		if err := expect([]string{"ovs-vsctl", "get", "Interface", "br-db-if", "other_config:note"}, "42"); err != nil {
+			return err
+		}
+		if err := expect([]string{"ovs-vsctl", "get", "Port", "bond-db", "external_ids:team"}, "b"); err != nil {
 			return err
 		}
 		return e.Apply(ctx, "interfaces: [{name: br-db, type: ovs-bridge, state: absent}]")
