@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// OVSDBColumns is an Open vSwitch bridge's or interface's ovs-db: keys of its OVSDB row's
+// OVSDBColumns is an Open vSwitch bridge's, bond's or interface's ovs-db: keys of its OVSDB row's
 // external_ids and other_config columns, which NetworkManager writes from the profile
 // (ovs-external-ids, and ovs-other-config from 1.42).
 type OVSDBColumns struct {

@@ -14,7 +14,7 @@ import (
 // State is a network state in nmstate's schema: a desired state parsed from a policy,
 // or a current state reported by a backend.
 type State struct {
-	_ struct{} `key:"ovs-db" refused:"the Open_vSwitch table's external_ids and other_config are not applied yet: they are outside every NetworkManager profile, so no checkpoint would roll them back (an OVS bridge's or interface's ovs-db is applied)"`
+	_ struct{} `key:"ovs-db" refused:"the Open_vSwitch table's external_ids and other_config are not applied yet: they are outside every NetworkManager profile, so no checkpoint would roll them back (an OVS bridge's, bond's or interface's ovs-db is applied)"`
 	_ struct{} `key:"dispatch" refused:"dispatch scripts are not supported"`
 	// A policy written for seed 000's netplan backend.
 	_ struct{} `key:"network" refused:"this is netplan's schema (network: {version: 2, ...}); this node's backend is networkmanager, which takes nmstate's (interfaces, routes, ...): spec.backend: netplan in the NMState CR selects the netplan backend"`
