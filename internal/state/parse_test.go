@@ -275,7 +275,6 @@ var invalidDocs = []struct {
 	{"identifier without its MAC", "interfaces: [{name: uplink, identifier: mac-address}]", "interfaces[0].mac-address", "required with identifier: mac-address"},
 	{"identifier by PCI address without one", "interfaces: [{name: uplink, identifier: pci-address}]", "interfaces[0].pci-address", "required with identifier: pci-address"},
 	{"pci-address not one", "interfaces: [{name: uplink, identifier: pci-address, pci-address: '01:00.0'}]", "interfaces[0].pci-address", "not a PCI address"},
-	{"pci-address without its identifier", "interfaces: [{name: uplink, pci-address: '0000:01:00.0'}]", "interfaces[0].pci-address", "only with identifier: pci-address"},
 	{"pci-address not a string", "interfaces: [{name: uplink, identifier: pci-address, pci-address: 1}]", "interfaces[0].pci-address", "must be a string"},
 	{"ethernet speed", "interfaces: [{name: eth1, type: ethernet, ethernet: {speed: 1000}}]",
 		"interfaces[0].ethernet.speed", "not supported by nmoverlay"},

@@ -53,13 +53,10 @@ func Validate(s State) field.Errors {
 		if it.Type == IPsec {
 			validateIPsecOwn(p, it, fail)
 		}
-		if pci := it.PCIAddress; pci != nil {
-			switch {
-			case !pciAddressPattern.MatchString(*pci):
-				fail(join(p, "pci-address"), "%q is not a PCI address (domain:bus:device.function, as 0000:03:00.1)", *pci)
-			case it.Identifier != IdentifyByPCI:
-				fail(join(p, "pci-address"), "a device is found by its PCI address only with identifier: pci-address")
-			}
+		// Without identifier: pci-address it is what Show reports, ignored when applied as
+		// nmstate ignores it: a state copied from a NodeNetworkState (or captured) applies.
+		if pci := it.PCIAddress; pci != nil && !pciAddressPattern.MatchString(*pci) {
+			fail(join(p, "pci-address"), "%q is not a PCI address (domain:bus:device.function, as 0000:03:00.1)", *pci)
 		}
 		if from := it.CopyMACFrom; from != nil {
 			switch {
