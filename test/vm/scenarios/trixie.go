@@ -148,7 +148,8 @@ interfaces:
 		if err := e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true}); err != nil {
 			return err
 		}
-		return gone("vrf0")
+		// The kernel deletes the link once NetworkManager has let it go: not at once.
+		return eventually(5*time.Second, func() error { return gone("vrf0") })
 	}},
 	{"an OVS bridge's, bond's and interface's ovs-db columns, read from OVSDB", func(ctx context.Context, e *Env) error {
 		if err := waitForOVSDB(ctx); err != nil {
@@ -187,7 +188,8 @@ interfaces:
 		if err := e.Apply(ctx, "interfaces: [{name: ipvlan0, type: ipvlan, state: absent}]"); err != nil {
 			return err
 		}
-		return gone("ipvlan0")
+		// The kernel deletes the link once NetworkManager has let it go: not at once.
+		return eventually(5*time.Second, func() error { return gone("ipvlan0") })
 	}},
 	{"nmstate's PRP example, an HSR interface, which NetworkManager 1.46 and later apply", func(ctx context.Context, e *Env) error {
 		doc := "interfaces: [{name: hsr0, type: hsr, state: up, hsr: {port1: {B}, port2: {C}, multicast-spec: 40, protocol: prp}}]"
@@ -204,7 +206,8 @@ interfaces:
 		if err := e.Apply(ctx, "interfaces: [{name: hsr0, type: hsr, state: absent}]"); err != nil {
 			return err
 		}
-		return gone("hsr0")
+		// The kernel deletes the link once NetworkManager has let it go: not at once.
+		return eventually(5*time.Second, func() error { return gone("hsr0") })
 	}},
 	{"OpenShift Virtualization's localnet bridge over an OVS bond, as published, on the kernel datapath", func(ctx context.Context, e *Env) error {
 		doc, err := published.OpenShift("virt-creating-ovs-bridge-mapping-localnet-1.yaml")
