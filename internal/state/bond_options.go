@@ -3,8 +3,6 @@ package state
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -121,14 +119,7 @@ func (o *BondOptions) UnmarshalJSON(b []byte) error {
 
 // decodeValue reads options given as strings, numbers or booleans.
 func (o *BondOptions) decodeValue(d *decoder, path string, v any) bool {
-	om, ok := v.(map[string]any)
-	if !ok {
-		d.fail(path, "must be a mapping, got %s", describe(v))
-		return false
-	}
-	*o = BondOptions{}
-	for _, k := range slices.Sorted(maps.Keys(om)) {
-		(*o)[k] = d.scalar(join(path, k), om[k])
-	}
-	return true
+	m, ok := d.scalars(path, v)
+	*o = m
+	return ok
 }

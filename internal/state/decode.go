@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -461,6 +462,21 @@ func (d *decoder) scalar(path string, v any) string {
 	}
 	d.fail(path, "must be a string, number or boolean, got %s", describe(v))
 	return ""
+}
+
+// scalars reads a mapping of strings, numbers or booleans (bond options, OVSDB columns),
+// each as its string, in key order.
+func (d *decoder) scalars(path string, v any) (map[string]string, bool) {
+	om, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "must be a mapping, got %s", describe(v))
+		return nil, false
+	}
+	out := make(map[string]string, len(om))
+	for _, k := range slices.Sorted(maps.Keys(om)) {
+		out[k] = d.scalar(join(path, k), om[k])
+	}
+	return out, true
 }
 
 // child is the path of key inside path; the document's own keys are named bare.

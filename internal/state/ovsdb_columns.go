@@ -17,16 +17,9 @@ type OVSDBColumns struct {
 type OVSDBMap map[string]string
 
 func (m *OVSDBMap) decodeValue(d *decoder, path string, v any) bool {
-	om, ok := v.(map[string]any)
-	if !ok {
-		d.fail(path, "must be a mapping, got %s", describe(v))
-		return false
-	}
-	*m = OVSDBMap{}
-	for _, k := range slices.Sorted(maps.Keys(om)) {
-		(*m)[k] = d.scalar(join(path, k), om[k])
-	}
-	return true
+	om, ok := d.scalars(path, v)
+	*m = om
+	return ok
 }
 
 // validate: the keys NetworkManager keeps for itself are not a profile's to set.
