@@ -86,10 +86,7 @@ func (h *host) steps(desired state.State, ordered []state.Interface, prune bool)
 					continue
 				}
 				p := pl.perIface[ref.Name]
-				p.port = &portOf{controller: it.Name, kind: k.portType, keepsIP: k.portsKeepIP, write: k.writePort}
-				if k.portEntry != nil {
-					p.port.entry = k.portEntry(it, ref.Name)
-				}
+				p.port = k.portOn(it, ref.Name)
 				pl.perIface[ref.Name] = p
 			}
 		}
@@ -197,13 +194,20 @@ func (h *host) portsNamingController(pl *applySteps, ordered []state.Interface) 
 			return fmt.Errorf("%s.controller: %q is of type %s, which has no ports", it.Name, name, ctrl.Type)
 		}
 		p := pl.perIface[it.Key()]
-		p.port = &portOf{controller: name, kind: k.portType, keepsIP: k.portsKeepIP, write: k.writePort}
-		if k.portEntry != nil && ctrl.Section != nil {
-			p.port.entry = k.portEntry(ctrl, it.Name)
-		}
+		p.port = k.portOn(ctrl, it.Name)
 		pl.perIface[it.Key()] = p
 	}
 	return nil
+}
+
+// portOn makes port a port of ctrl, a controller of this kind, with ctrl's entry for it
+// (none when the state gives ctrl without its section: a controller only on the node).
+func (k *kind) portOn(ctrl state.Interface, port string) *portOf {
+	p := &portOf{controller: ctrl.Name, kind: k.portType, keepsIP: k.portsKeepIP, write: k.writePort}
+	if k.portEntry != nil && ctrl.Section != nil {
+		p.entry = k.portEntry(ctrl, port)
+	}
+	return p
 }
 
 // stepsOfOVSBridge plans the OVS port profiles of an OVS bridge, which NetworkManager puts
