@@ -537,6 +537,23 @@ func TestInfiniBandDevices(t *testing.T) {
 	}
 }
 
+// planned is h's plan for doc with prune; nil when it fails, as wantErr (non-empty) says
+// it must, with wantErr in its message.
+func planned(t *testing.T, h *host, doc, wantErr string) *applySteps {
+	t.Helper()
+	desired, ordered := mustParse(t, doc)
+	pl, err := h.steps(desired, ordered, true)
+	switch {
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("err %v, want %q", err, wantErr)
+	case wantErr != "":
+		return nil
+	case err != nil:
+		t.Fatal(err)
+	}
+	return pl
+}
+
 // A port that names its controller (controller:) is planned as a port of it, whether the
 // controller is in the desired state or only on the node; what has no ports is refused.
 func TestPlanPortNamingController(t *testing.T) {
@@ -556,16 +573,9 @@ func TestPlanPortNamingController(t *testing.T) {
 			h := testHost(map[string]settings{"eth1": ipProfile("manual", true, "disabled", nil), "eth2": ipProfile("manual", true, "disabled", nil)}, state.State{})
 			h.devs["br0"] = device{name: "br0", typ: state.LinuxBridge}
 			h.devs["vrf0"] = device{name: "vrf0", typ: state.VRF}
-			desired, ordered := mustParse(t, tc.doc)
-			pl, err := h.steps(desired, ordered, true)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
+			pl := planned(t, h, tc.doc, tc.err)
+			if pl == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			port := pl.perIface["eth1"].port
 			switch {
@@ -594,16 +604,9 @@ routes: {config: [{destination: 198.51.200.0/24, route-type: blackhole, vrf-name
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := testHost(map[string]settings{"eth1": ipProfile("manual", true, "disabled", nil)}, node)
-			desired, ordered := mustParse(t, tc.doc)
-			pl, err := h.steps(desired, ordered, true)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
+			pl := planned(t, h, tc.doc, tc.err)
+			if pl == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			routes := pl.perIface["vrf0"].routes
 			if len(routes) != 1 || routes[0].TableID == nil || *routes[0].TableID != tc.table || routes[0].RouteType != "blackhole" {
