@@ -112,49 +112,38 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 			return s.Status.HostNetworkManagerCapabilities
 		}, "20s", "250ms").Should(Equal([]string{"ovs"}), "1.42.4 built with the OVS plugin, before bond-port.prio (1.44)")
 		Expect(s.Status.HostNetworkManagerVersion).To(Equal("1.42.4"))
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bond-priority"}}
-		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"bond9","type":"bond","state":"up",
-			"link-aggregation":{"mode":"active-backup","port":["eth2"],"ports-config":[{"name":"eth2","priority":5}]}}]}`)}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		// Failing with no boot: it was never applied.
-		Eventually(enactment("bond-priority"), "30s").Should(Equal("Failing : spec.desiredState: " +
-			"interfaces[0].link-aggregation.ports-config[0].priority: NetworkManager 1.42.4 on this node has no bond-port.prio " +
-			"(NetworkManager 1.44 and later apply it)"))
-		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("bond9"))
-		Expect(k8s.Delete(ctx, p)).To(Succeed())
-		Eventually(enactment("bond-priority"), "30s").Should(Equal("<none>"))
+		// refused: the policy fails with reason and no boot (it was never applied), dev
+		// (what it would make) does not exist, and its enactment goes with it.
+		refused := func(name, desired, reason, dev string) {
+			p := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			p.Spec.DesiredState = shared.State{Raw: []byte(desired)}
+			Expect(k8s.Create(ctx, p)).To(Succeed())
+			Eventually(enactment(name), "30s").Should(Equal("Failing : spec.desiredState: " + reason))
+			Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring(dev))
+			Expect(k8s.Delete(ctx, p)).To(Succeed())
+			Eventually(enactment(name), "30s").Should(Equal("<none>"))
+		}
+		refused("bond-priority", `{"interfaces":[{"name":"bond9","type":"bond","state":"up",
+			"link-aggregation":{"mode":"active-backup","port":["eth2"],"ports-config":[{"name":"eth2","priority":5}]}}]}`,
+			"interfaces[0].link-aggregation.ports-config[0].priority: NetworkManager 1.42.4 on this node has no bond-port.prio "+
+				"(NetworkManager 1.44 and later apply it)", "bond9")
 		// A kind 1.42 has no profile for.
-		p = &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "prp"}}
-		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"hsr0","type":"hsr","state":"up",
-			"hsr":{"port1":"eth2","port2":"eth3","multicast-spec":40,"protocol":"prp"}}]}`)}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment("prp"), "30s").Should(Equal("Failing : spec.desiredState: " +
-			"interfaces[0].type: NetworkManager 1.42.4 on this node has no hsr profiles (NetworkManager 1.46 and later apply it)"))
-		Expect(k8s.Delete(ctx, p)).To(Succeed())
-		Eventually(enactment("prp"), "30s").Should(Equal("<none>"))
+		refused("prp", `{"interfaces":[{"name":"hsr0","type":"hsr","state":"up",
+			"hsr":{"port1":"eth2","port2":"eth3","multicast-spec":40,"protocol":"prp"}}]}`,
+			"interfaces[0].type: NetworkManager 1.42.4 on this node has no hsr profiles (NetworkManager 1.46 and later apply it)", "hsr0")
 		// nmstate's MACsec example on a node without wpa_supplicant, through which
 		// NetworkManager agrees MACsec keys.
-		p = &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "macsec"}}
-		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"macsec0","type":"macsec","state":"up",
+		refused("macsec", `{"interfaces":[{"name":"macsec0","type":"macsec","state":"up",
 			"macsec":{"base-iface":"eth2","encrypt":true,"mka-cak":"50b71a8ef0bd5751ea76de6d6c98c03a",
-			"mka-ckn":"f2b4297d39da7330910a74abc0449feb45b5c0b9fc23df1430e1898fcf1c4550","port":0,"send-sci":true,"validation":"strict"}}]}`)}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment("macsec"), "30s").Should(Equal("Failing : spec.desiredState: interfaces[0].type: this node has no wpa_supplicant " +
-			"(fi.w1.wpa_supplicant1 is neither on the system bus nor one it can start); NetworkManager agrees MACsec keys through it"))
-		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("macsec0"))
-		Expect(k8s.Delete(ctx, p)).To(Succeed())
-		Eventually(enactment("macsec"), "30s").Should(Equal("<none>"))
+			"mka-ckn":"f2b4297d39da7330910a74abc0449feb45b5c0b9fc23df1430e1898fcf1c4550","port":0,"send-sci":true,"validation":"strict"}}]}`,
+			"interfaces[0].type: this node has no wpa_supplicant (fi.w1.wpa_supplicant1 is neither on the system bus nor one it can start); "+
+				"NetworkManager agrees MACsec keys through it", "macsec0")
 		// OpenShift Virtualization's VRF with a blackhole route in its table: the route goes
 		// on the VRF's profile, which has no address.
-		p = &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "vrf-blackhole"}}
-		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"vrf9","type":"vrf","state":"up","vrf":{"route-table-id":100,"port":["eth3"]}}],
-			"routes":{"config":[{"destination":"198.51.200.0/24","route-type":"blackhole","vrf-name":"vrf9"}]}}`)}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		Eventually(enactment("vrf-blackhole"), "30s").Should(Equal("Failing : spec.desiredState: routes.config[0].route-type: " +
-			"NetworkManager 1.42.4 on this node has no profiles with routes and no address (NetworkManager 1.46 and later apply it)"))
-		Expect(run("ip", "-o", "link", "show")).NotTo(ContainSubstring("vrf9"))
-		Expect(k8s.Delete(ctx, p)).To(Succeed())
-		Eventually(enactment("vrf-blackhole"), "30s").Should(Equal("<none>"))
+		refused("vrf-blackhole", `{"interfaces":[{"name":"vrf9","type":"vrf","state":"up","vrf":{"route-table-id":100,"port":["eth3"]}}],
+			"routes":{"config":[{"destination":"198.51.200.0/24","route-type":"blackhole","vrf-name":"vrf9"}]}}`,
+			"routes.config[0].route-type: NetworkManager 1.42.4 on this node has no profiles with routes and no address "+
+				"(NetworkManager 1.46 and later apply it)", "vrf9")
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {
