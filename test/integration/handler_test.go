@@ -83,6 +83,20 @@ func policy(name string, selector map[string]string, desired string) *nmstatev1.
 	return p
 }
 
+// setDesiredState gives policy name a new desired state, again after a conflict: the
+// controller writes the policy's status meanwhile.
+func setDesiredState(name, desired string) {
+	ctx := context.Background()
+	p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			return err
+		}
+		p.Spec.DesiredState = shared.State{Raw: []byte(desired)}
+		return k8s.Update(ctx, p)
+	}, "5s").Should(Succeed())
+}
+
 // world is one spec's own cluster part: simulated nodes (the real handler and reporter, a
 // recording engine) whose names and labels no other spec uses, and the spec's policies,
 // named after it. Specs set up their own world, so they run in any order.
@@ -281,10 +295,7 @@ var _ = Describe("the per-node handler", func() {
 		keep := w.policy("gen-keep", w.sel, `{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400}]}`)
 		Eventually(enactment(n.Name, keep), "10s").Should(available(""))
 		Expect(string(enactment(n.Name, keep)().Status.DesiredState.Raw)).To(ContainSubstring(`"mtu":1400`), "the enactment records what it applied")
-		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: keep}, p)).To(Succeed())
-		p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400},{"name":"cutgw0","type":"dummy"}]}`)}
-		Expect(k8s.Update(ctx, p)).To(Succeed())
+		setDesiredState(keep, `{"interfaces":[{"name":"eth6","type":"ethernet","mtu":1400},{"name":"cutgw0","type":"dummy"}]}`)
 		Eventually(enactment(n.Name, keep), "10s").Should(failing("probe default-gateway failed"))
 		// Another policy makes the node apply again: generation 1 of gen-keep stays.
 		other := w.policy("gen-other", w.sel, `{"interfaces":[{"name":"eth4","type":"ethernet","mtu":1500}]}`)
@@ -399,13 +410,7 @@ var _ = Describe("the per-node handler", func() {
 		// Generation 2: the ghost's grant is Ready but timed out (a handler that died mid-apply).
 		setReady(corev1.ConditionTrue)
 		grantGhost(2, time.Now().Add(-10*time.Minute))
-		Eventually(func() error { // the controller writes the policy's status meanwhile
-			if err := k8s.Get(ctx, client.ObjectKey{Name: rollout}, p); err != nil {
-				return err
-			}
-			p.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)}
-			return k8s.Update(ctx, p)
-		}, "5s").Should(Succeed())
+		setDesiredState(rollout, `{"interfaces":[{"name":"eth7","type":"ethernet","mtu":1500}]}`)
 		Eventually(func() int64 {
 			e := enactment(name, rollout)()
 			if e == nil || !node.IsTrue(e, shared.EnactmentAvailable, "") {
