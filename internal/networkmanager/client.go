@@ -6,9 +6,12 @@ package networkmanager
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -52,6 +55,11 @@ type Client struct {
 	// SysfsRoot is where the network devices' sysfs is, /sys/class/net when empty (a test
 	// reaching a node in other namespaces names the node's, through /proc/PID/root).
 	SysfsRoot string
+	// NetNS is the network namespace NetworkManager runs in, as a path (/proc/PID/ns/net),
+	// when it is not this process's (a test reaching a node in other namespaces): Show's
+	// reads of the kernel (routes, ethtool, VFs) are made there. The handler runs in the
+	// host's, as NetworkManager does.
+	NetNS string
 	// VPNPluginDir is NetworkManager's VPN plugin directory as this process sees the
 	// host's, vpnPluginDir when empty: the handler's pod mounts the host's there.
 	VPNPluginDir string
@@ -65,6 +73,29 @@ func (c *Client) vpnPluginDir() string {
 		return c.VPNPluginDir
 	}
 	return vpnPluginDir
+}
+
+// inNetNS runs read in NetworkManager's network namespace: this process's when NetNS is
+// empty, else on an OS thread of its own moved there, which is discarded afterwards.
+func (c *Client) inNetNS(read func() error) error {
+	if c.NetNS == "" {
+		return read()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, in another namespace, ends with the goroutine
+		fd, err := unix.Open(c.NetNS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Setns(fd, unix.CLONE_NEWNET)
+			unix.Close(fd)
+		}
+		if err != nil {
+			errc <- fmt.Errorf("entering NetworkManager's network namespace %s: %w", c.NetNS, err)
+			return
+		}
+		errc <- read()
+	}()
+	return <-errc
 }
 
 func (c *Client) sysfsRoot() string {

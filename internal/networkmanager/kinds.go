@@ -26,6 +26,9 @@ type kind struct {
 	sectionless state.InterfaceType
 	// write sets the kind's settings from it; what it does not say stays as in s.
 	write func(s settings, it state.Interface, p profileExtras)
+	// fixIP makes the IP sections, once written, what NetworkManager requires of the kind
+	// (lo's: manual, with the loopback address); nil for most.
+	fixIP func(s settings)
 	// portType is NetworkManager's slave-type of the kind's ports, for a controller whose
 	// ports its profile names (its ports are the references state walks); portsKeepIP:
 	// they keep an IP configuration of their own.

@@ -120,6 +120,9 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 		s.set("ipv4", "may-fail", it.WaitIP != "ipv4" && it.WaitIP != "ipv4+ipv6")
 		s.set("ipv6", "may-fail", it.WaitIP != "ipv6" && it.WaitIP != "ipv4+ipv6")
 	}
+	if k.fixIP != nil {
+		k.fixIP(s)
+	}
 	return s, nil
 }
 

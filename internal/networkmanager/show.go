@@ -173,34 +173,43 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	devs := objs.devices()
 	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{},
 		Sysfs: readSysfs(objs, devs, c.sysfsRoot())}
+	if err := c.inNetNS(func() error { return snap.readKernel(devs, objs) }); err != nil {
+		return Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// readKernel reads what the kernel runs that NetworkManager does not say: the routes'
+// attributes, VFs and ethtool settings.
+func (snap *Snapshot) readKernel(devs []device, objs objects) error {
+	var err error
 	if routeAttributesApplied(snap.Applied) {
 		if snap.KernelRoutes, err = readKernelRoutes(); err != nil {
-			return Snapshot{}, err
+			return err
 		}
 	}
 	for _, d := range devs {
 		if caps, _ := objs[d.path][nmdbus.DeviceIface]["Capabilities"].Value().(uint32); d.typ == state.Ethernet && caps&nmDeviceCapSRIOV != 0 {
-			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name (the handler
-			// runs in the host's network namespace).
+			// NetworkManager's D-Bus API has no ifindex: the kernel's, by name.
 			link, err := net.InterfaceByName(d.name)
 			if err != nil {
-				return Snapshot{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+				return fmt.Errorf("reading the VFs of %s: %w", d.name, err)
 			}
 			if snap.VFs[d.name], err = readSRIOV(uint32(link.Index)); err != nil {
-				return Snapshot{}, fmt.Errorf("reading the VFs of %s: %w", d.name, err)
+				return fmt.Errorf("reading the VFs of %s: %w", d.name, err)
 			}
 		}
 		if a := snap.Applied[d.key]; a != nil && d.typ != "" && d.typ != state.OVSPort {
 			k, err := readKernelEthtool(d.name, a)
 			if err != nil {
-				return Snapshot{}, err
+				return err
 			}
 			if k != nil {
 				snap.Ethtool[d.name] = k
 			}
 		}
 	}
-	return snap, nil
+	return nil
 }
 
 // State translates the snapshot into the model's schema. It holds nothing that changes
@@ -320,7 +329,7 @@ func deviceInterface(d device, props map[string]dbus.Variant) state.Interface {
 		m := int(mtu)
 		it.MTU = &m
 	}
-	if d.mac != "" {
+	if d.mac != "" && d.typ != state.Loopback { // lo's 00:00:00:00:00:00 is no address
 		mac := d.mac
 		it.MACAddress = &mac
 	}

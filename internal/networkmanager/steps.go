@@ -248,8 +248,11 @@ func (h *host) uuidOf(key string) string {
 // one the interface runs, which is shadowed, never edited) holding a route it selects.
 func (h *host) routeCarriers(r state.Route, prune bool, desired map[string]bool) []string {
 	if r.State != "absent" {
-		if r.NextHopInterface == "" {
+		switch {
+		case r.NextHopInterface == "" && r.VRFName != "":
 			return []string{r.VRFName} // a route in a VRF, with no next hop: on the VRF's profile
+		case r.NextHopInterface == "":
+			return []string{state.LoopbackName} // a blackhole, unreachable or prohibit route elsewhere: on lo's, as nmstate puts it
 		}
 		return []string{r.NextHopInterface}
 	}
@@ -582,10 +585,11 @@ func (h *host) dnsCarrier(fam int, scope []string, desired map[string]state.Inte
 			return name
 		}
 	}
-	// Current interfaces no policy names.
+	// Current interfaces no policy names; never lo, whose profile a policy's routes may
+	// have made: DNS goes with the node's links.
 	var candidates []string
 	for name, d := range h.devs {
-		if _, named := desired[name]; !named && !d.external && d.state == deviceStateActivated && d.typ != "" && valid(name) {
+		if _, named := desired[name]; !named && !d.external && d.state == deviceStateActivated && d.typ != "" && d.typ != state.Loopback && valid(name) {
 			candidates = append(candidates, name)
 		}
 	}

@@ -112,7 +112,7 @@ var SupportedTypes = []InterfaceType{Ethernet, Dummy, OVSBridge, OVSInterface}
 
 // knownUnsupportedTypes are nmstate types nmoverlay recognises but does not apply, so the
 // error can say "not supported" rather than "unknown".
-var knownUnsupportedTypes = []string{"team", "loopback", "unknown", "xfrm", "wireguard", "dispatch"}
+var knownUnsupportedTypes = []string{"team", "unknown", "xfrm", "wireguard", "dispatch"}
 
 // unsupportedTypeReasons say why, where there is more to say than "not supported".
 var unsupportedTypeReasons = map[string]string{}
@@ -156,8 +156,10 @@ type Interface struct {
 	// identifier pci-address finds it by.
 	PCIAddress  *string `json:"pci-address,omitempty"`
 	Description *string `json:"description,omitempty"`
-	MTU         *int    `json:"mtu,omitempty" nmstate:"range=68..65535"`
-	MACAddress  *string `json:"mac-address,omitempty"`
+	// MTU: up to lo's 65536; a link's own maximum is its driver's, which the kernel
+	// enforces when the profile is activated.
+	MTU        *int    `json:"mtu,omitempty" nmstate:"range=68..65536"`
+	MACAddress *string `json:"mac-address,omitempty"`
 	// CopyMACFrom names the interface whose MAC address this one takes, read when applied
 	// (br-ex takes its uplink's, so that DHCP leases and switch ports stay the same).
 	CopyMACFrom *string `json:"copy-mac-from,omitempty"`

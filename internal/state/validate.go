@@ -50,8 +50,11 @@ func Validate(s State) field.Errors {
 			}
 			it.OVSDB.validate(join(p, "ovs-db"), fail)
 		}
-		if it.Type == IPsec {
+		switch it.Type {
+		case IPsec:
 			validateIPsecOwn(p, it, fail)
+		case Loopback:
+			validateLoopbackOwn(p, it, fail)
 		}
 		// Without identifier: pci-address it is what Show reports, ignored when applied as
 		// nmstate ignores it: a state copied from a NodeNetworkState (or captured) applies.
@@ -438,12 +441,10 @@ func validateRoute(p string, r Route, fail func(string, string, ...any)) {
 		switch {
 		case r.NextHopAddress != "":
 			fail(join(p, "next-hop-address"), "a %s route has no next hop", r.RouteType)
-		case r.NextHopInterface != "":
-			fail(join(p, "next-hop-interface"), "a %s route has no next hop: give its VRF with vrf-name", r.RouteType)
-		case r.VRFName == "" && r.State != "absent":
-			// nmstate puts it on the loopback interface's profile.
-			fail(join(p, "vrf-name"), "required for a %s route: nmoverlay puts it on its VRF's profile, in its table; outside a VRF it "+
-				"would go on the loopback interface's profile, which nmoverlay does not manage", r.RouteType)
+		case r.NextHopInterface != "" && r.NextHopInterface != LoopbackName:
+			fail(join(p, "next-hop-interface"), "%s routes have no next hop: give their VRF with vrf-name, or none (they go on %s's profile)", r.RouteType, LoopbackName)
+		case r.NextHopInterface == LoopbackName && r.VRFName != "":
+			fail(join(p, "next-hop-interface"), "%s routes go on their VRF's profile (vrf-name) or on %s's, not both", r.RouteType, LoopbackName)
 		}
 	}
 	if r.NextHopInterface != "" {

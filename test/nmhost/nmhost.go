@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 )
 
 // Config written as /etc/NetworkManager/NetworkManager.conf: keeps NetworkManager off the
@@ -275,6 +277,17 @@ func waitFor(d time.Duration, ok func() bool) error {
 // PathInNode is a host path that reaches path inside the node's mount namespace.
 // Sysfs is the node's /sys/class/net, for an engine running outside its namespaces.
 func (n *Node) Sysfs() string { return n.PathInNode("/sys/class/net") }
+
+// ConnectNM connects the engine to the node's NetworkManager, reading the node's kernel
+// (its sysfs and its network namespace) rather than this process's.
+func (n *Node) ConnectNM(ctx context.Context) (*networkmanager.Client, error) {
+	nm, err := networkmanager.Connect(ctx, n.BusAddress())
+	if err != nil {
+		return nil, err
+	}
+	nm.SysfsRoot, nm.NetNS = n.Sysfs(), n.NetNSPath()
+	return nm, nil
+}
 
 func (n *Node) PathInNode(path string) string {
 	return filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "root", path)

@@ -59,11 +59,10 @@ func benchNode(b *testing.B, name string, nics int) (*nmhost.Node, *networkmanag
 	if err := n.StartNM(ctx, ""); err != nil {
 		b.Fatal(err)
 	}
-	nm, err := networkmanager.Connect(ctx, n.BusAddress())
+	nm, err := n.ConnectNM(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	nm.SysfsRoot = n.Sysfs()
 	benchNodes[name] = &benchHost{n, nm}
 	return n, nm
 }

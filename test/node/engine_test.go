@@ -501,9 +501,8 @@ func newVethNode(name string, persistent map[string]string) (*nmhost.Node, *netw
 	}
 	Expect(n.Boot(ctx)).To(Succeed())
 	Expect(n.StartNM(ctx, "")).To(Succeed(), n.NMLog())
-	nm, err := networkmanager.Connect(ctx, n.BusAddress())
+	nm, err := n.ConnectNM(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	nm.SysfsRoot = n.Sysfs()
 	DeferCleanup(nm.Close)
 	return n, nm
 }

@@ -227,9 +227,8 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 	})
 
 	It("keeps the engine's profiles in the tmpfs layer, marked as owned", func() {
-		nm, err := networkmanager.Connect(ctx, n.BusAddress())
+		nm, err := n.ConnectNM(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		nm.SysfsRoot = n.Sysfs()
 		defer nm.Close()
 		desired, err := state.Parse([]byte(`interfaces: [{name: veth2, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 203.0.113.7, prefix-length: 24}]}}]`))
 		Expect(err).NotTo(HaveOccurred())

@@ -165,11 +165,10 @@ func (o *overlayNode) probes(nm *networkmanager.Client, cfg *rest.Config, reader
 // the returned stop is called.
 func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName string) (stop func() error, err error) {
 	ctx := context.Background()
-	nm, err := networkmanager.Connect(ctx, o.BusAddress())
+	nm, err := o.ConnectNM(ctx)
 	if err != nil {
 		return nil, err
 	}
-	nm.SysfsRoot = o.Sysfs()
 	skip := true // a restarted handler (the reboot) registers its controller again in this process
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8s.Scheme(), Cache: node.CacheOptions(nodeName),
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
@@ -271,9 +270,8 @@ func (o *overlayNode) handlerMetric(sample string) (float64, error) {
 func (o *overlayNode) engineOn(ctx context.Context) (*networkmanager.Client, networkmanager.Backend) {
 	GinkgoHelper()
 	Expect(o.start(ctx)).To(Succeed())
-	nm, err := networkmanager.Connect(ctx, o.BusAddress())
+	nm, err := o.ConnectNM(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	nm.SysfsRoot = o.Sysfs()
 	DeferCleanup(nm.Close)
 	return nm, networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 30 * time.Second}}
 }

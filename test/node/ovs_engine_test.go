@@ -47,9 +47,8 @@ var _ = Describe("Open vSwitch policies through the engine", Ordered, func() {
 	}
 	connect := func() {
 		var err error
-		nm, err = networkmanager.Connect(ctx, n.BusAddress())
+		nm, err = n.ConnectNM(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		nm.SysfsRoot = n.Sysfs()
 		engine = networkmanager.Backend{Client: nm, Options: networkmanager.ApplyOptions{RollbackTimeout: 40 * time.Second},
 			OVSDBSocket: n.PathInNode(nmhost.OVSDBSocket)}
 		show = networkmanager.ShowWithMappings(nm.Show, engine.OVSDBSocket)

@@ -157,11 +157,10 @@ func waitUntil(b *testing.B, timeout time.Duration, done func() (bool, error), d
 // Available) and its own transaction with the handler's probes, in name order; a policy
 // that fails (its dependency comes later) is retried after the others.
 func perPolicy(ctx context.Context, n *overlayNode, k8s client.Client, cfg *rest.Config, realNode, nodeName string, policies map[string]string) (retries int, err error) {
-	nm, err := networkmanager.Connect(ctx, n.BusAddress())
+	nm, err := n.ConnectNM(ctx)
 	if err != nil {
 		return 0, err
 	}
-	nm.SysfsRoot = n.Sysfs()
 	defer nm.Close()
 	probes := n.probes(nm, cfg, k8s, realNode)
 	var pending []string

@@ -131,11 +131,10 @@ func BenchmarkScale(b *testing.B) {
 	const sample = 25
 	_ = proc.Process.Kill() // the handler would take its interfaces back
 	_ = proc.Wait()
-	nm, err := networkmanager.Connect(ctx, n.BusAddress())
+	nm, err := n.ConnectNM(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	nm.SysfsRoot = n.Sysfs()
 	defer nm.Close()
 	naiveStart := time.Now()
 	for i := range sample {

@@ -29,7 +29,7 @@ var NmstateApplied = []string{
 	"ovsbridge_bond_create.yaml", "ovsbridge_delete.yaml", "ovsbridge_dpdk_absent.yaml",
 	"ovsbridge_patch_create.yaml", "ovsbridge_patch_delete.yaml",
 	"ovsbridge_vlan_port.yaml", "ovsbridge_delete.yaml",
-	"eth1_add_route_rule.yaml", "eth1_del_all_route_rules.yaml", "eth1_del_all_routes.yaml",
+	"eth1_add_route.yaml", "eth1_add_route_rule.yaml", "eth1_del_all_route_rules.yaml", "eth1_del_all_routes.yaml",
 	"dns_edit_eth1.yaml", "dns_remove.yaml",
 }
 
