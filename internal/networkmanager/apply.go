@@ -73,6 +73,9 @@ type Transaction struct {
 	// undo puts back files another program wrote for it (ApplyFiles), before the rollback.
 	verify func(current state.State) []string
 	undo   func(ctx context.Context) error
+	// restore puts back, after the checkpoint's rollback, what it does not: the owned VPN
+	// profiles as they were (vpn.go).
+	restore func(ctx context.Context) error
 }
 
 // failed rolls back an apply that did not converge (even when ctx is done) and says what
@@ -137,6 +140,9 @@ func (t *Transaction) Rollback(ctx context.Context) error {
 	err := errors.Join(undoErr, t.c.rollback(ctx, t.checkpoint.Path))
 	if cerr := t.record.clear(); err == nil {
 		err = cerr
+	}
+	if t.restore != nil {
+		err = errors.Join(err, t.restore(ctx))
 	}
 	if derr := t.c.deleteLeftovers(ctx, t.created); err == nil {
 		err = derr
@@ -248,9 +254,6 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseUnactivated(desired); err != nil {
-		return nil, err
-	}
 	ordered, err := state.Order(desired)
 	if err != nil {
 		return nil, err
@@ -278,11 +281,18 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
+	vpns, err := c.saveVPNs(ctx, h)
+	if err != nil {
+		return nil, err
+	}
 	cp, err := c.createCheckpoint(ctx, rec, opts.RollbackTimeout)
 	if err != nil {
 		return nil, err
 	}
 	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
+	if len(vpns) > 0 {
+		tx.restore = func(ctx context.Context) error { return c.restoreVPNs(ctx, vpns) }
+	}
 	for _, it := range pl.interfaces {
 		if _, existed := h.devs[it.Key()]; !existed && it.State != state.Absent && !ovsOnly(it.Type) {
 			tx.created = append(tx.created, it.Name)
@@ -386,7 +396,7 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 			}
 			continue
 		}
-		a := activation{name: it.Name, key: key, ovs: ovsOnly(it.Type), profile: path}
+		a := activation{name: it.Name, key: key, ovs: ovsOnly(it.Type), vpn: dev.vpn || kinds[it.Type] != nil && kinds[it.Type].deviceless, profile: path}
 		if changed || !activeWith(dev, hasDev, path) || drifted(h.current, it, desired) {
 			toActivate = append(toActivate, a)
 		} else {
@@ -399,6 +409,11 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 	for _, stage := range stages(toActivate, pl) {
 		var targets []activation
 		for _, t := range stage {
+			if d := h.devs[t.key]; t.vpn && d.vpn {
+				if err := c.endVPN(ctx, d.active); err != nil {
+					return fmt.Errorf("%s: %w", t.name, err)
+				}
+			}
 			if err := c.activateAgainOnce(ctx, &t); err != nil {
 				return fmt.Errorf("%s: activating: %w", t.name, err)
 			}
@@ -567,8 +582,8 @@ type activation struct {
 	name string
 	key  string
 	// ovs: an OVS bridge or port, which has no kernel interface to look the device up by:
-	// its activation's state says.
-	ovs bool
+	// its activation's state says; so does vpn's, a VPN's, which has no device at all.
+	ovs, vpn bool
 	// startedOnly: wait until it started, waiting for its ports (an OVS bridge or port
 	// comes up only once an interface joins it).
 	startedOnly bool
@@ -584,15 +599,28 @@ func (c *Client) save(ctx context.Context, existing profile, want settings) (dbu
 		if existing.settings.userData(InputKey) == want.userData(InputKey) {
 			return existing.path, false, nil // same input as last time: nothing to do
 		}
-		var result map[string]dbus.Variant
-		err := c.call(ctx, existing.path, nmdbus.ConnIface+".Update2", want, uint32(saveToDisk), map[string]dbus.Variant{}).Store(&result)
-		return existing.path, true, err
+		if !keepsNoSecrets(want) {
+			var result map[string]dbus.Variant
+			err := c.call(ctx, existing.path, nmdbus.ConnIface+".Update2", want, uint32(saveToDisk), map[string]dbus.Variant{}).Store(&result)
+			return existing.path, true, err
+		}
+		if err := c.call(ctx, existing.path, nmdbus.ConnIface+".Delete").Err; err != nil {
+			return existing.path, false, err
+		}
 	}
 	var path dbus.ObjectPath
 	var result map[string]dbus.Variant
 	const blockAutoconnect = 0x20 // activated below, in dependency order
 	err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", want, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result)
 	return path, true, err
+}
+
+// keepsNoSecrets: want is a VPN profile without secrets. NetworkManager keeps a profile's
+// secrets through an update that gives none, so such a profile is added anew instead: an
+// IPsec interface that no longer says a psk must not keep the last one.
+func keepsNoSecrets(want settings) bool {
+	secrets, _ := want["vpn"]["secrets"].Value().(map[string]string)
+	return want.str("connection", "type") == kinds[state.IPsec].connType && len(secrets) == 0
 }
 
 func activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
@@ -631,6 +659,10 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 		if time.Now().After(deadline) {
 			var why, names []string
 			for _, t := range pending {
+				if t.vpn {
+					why = append(why, t.name+" ("+c.vpnStateText(t.active)+")")
+					continue
+				}
 				why = append(why, t.name+" ("+c.deviceStateText(ctx, t.name)+")")
 				names = append(names, t.name)
 			}
@@ -642,15 +674,22 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 
 // activated: whether t's interface runs t's profile; failed says why it never will.
 func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
-	if t.ovs {
+	if t.ovs || t.vpn {
 		var st uint32
 		if err := c.prop(t.active, nmdbus.ActiveIface, "State", &st); err != nil {
+			if t.vpn {
+				// A VPN's activation is its own object; gone is ended (nothing re-activates it).
+				return false, "NetworkManager ended its VPN connection"
+			}
 			return false, ""
 		}
 		switch st {
 		case activeStateActivated:
 			return true, ""
 		case activeStateDeactivated:
+			if t.vpn {
+				return false, "NetworkManager deactivated it (" + c.vpnStateText(t.active) + ")"
+			}
 			return false, "NetworkManager deactivated it"
 		}
 		var devs []dbus.ObjectPath

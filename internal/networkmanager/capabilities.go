@@ -53,9 +53,6 @@ type requirement struct {
 	// lacking is what shows the node has not; why what needs the plugin does.
 	plugin       func(Capabilities) bool
 	lacking, why string
-	// notYet says why nmoverlay refuses it even where the node has what it needs ("" when
-	// it applies it).
-	notYet string
 }
 
 // requirements are the state's capabilities as NetworkManager provides them, from the
@@ -76,16 +73,8 @@ var requirements = map[state.Capability]requirement{
 	state.CapabilityLibreswan: {what: "NetworkManager-libreswan",
 		plugin:  func(c Capabilities) bool { return c.Libreswan },
 		lacking: "no plugin file for " + libreswanService + " in " + vpnPluginDir,
-		why:     "IPsec is applied through it",
-		notYet:  ipsecNotActivated},
+		why:     "IPsec is applied through it"},
 }
-
-// ipsecNotActivated is why nmoverlay refuses IPsec on every node: the engine activates a
-// profile on its device and waits for the device, and a VPN profile has none
-// (kind_ipsec.go maps it; activating it is to do).
-const ipsecNotActivated = "IPsec profiles are mapped but not activated yet: a VPN profile has no device, and nmoverlay " +
-	"activates each profile on its device, waits for the device and verifies it; a VPN is activated on no device, " +
-	"and is up when its VPN connection (not a device) says so"
 
 // Capabilities reads what the node's NetworkManager can apply that not every version can.
 func (c *Client) Capabilities() (Capabilities, error) {
@@ -191,8 +180,6 @@ func (c Capabilities) Lacks(needs []state.Need) field.Errors {
 		case !c.meets(r):
 			errs = append(errs, &field.Error{Path: n.Path, Reason: fmt.Sprintf("NetworkManager %s on this node has no %s (%s)",
 				c.Version, r.what, Supports(n.Capability))})
-		case r.notYet != "":
-			errs = append(errs, &field.Error{Path: n.Path, Reason: r.notYet})
 		}
 	}
 	return errs
@@ -219,8 +206,6 @@ func Supports(cp state.Capability) string {
 	switch {
 	case !ok:
 		return "no NetworkManager release"
-	case r.plugin != nil && r.notYet != "":
-		return fmt.Sprintf("nodes with %s apply it, once nmoverlay does: %s", r.what, r.notYet)
 	case r.plugin != nil:
 		return fmt.Sprintf("nodes with %s apply it", r.what)
 	}

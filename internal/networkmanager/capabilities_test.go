@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -56,8 +55,8 @@ func TestCapabilitiesLacks(t *testing.T) {
 }
 
 // TestCapabilitiesLacksLibreswan: an IPsec interface is refused on a node without
-// NetworkManager-libreswan, naming the field, the plugin and why; and on a node with it,
-// because the engine does not activate VPN profiles yet.
+// NetworkManager-libreswan, naming the field, the plugin and why; a node with it applies
+// it.
 func TestCapabilitiesLacksLibreswan(t *testing.T) {
 	needs := []state.Need{{Path: "interfaces[0].type", Capability: state.CapabilityLibreswan}}
 	for _, tc := range []struct {
@@ -69,7 +68,7 @@ func TestCapabilitiesLacksLibreswan(t *testing.T) {
 			"interfaces[0].type: this node has no NetworkManager-libreswan (no plugin file for org.freedesktop.NetworkManager.libreswan " +
 				"in /usr/lib/NetworkManager/VPN); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
 		{Capabilities{Version: "1.46.0-26.el9_4", release: parseRelease("1.46.0-26.el9_4"), Libreswan: true},
-			"interfaces[0].type: " + ipsecNotActivated, []string{"bond-port-priority", "hsr", "libreswan", "macsec-offload", "route-without-address"}},
+			"", []string{"bond-port-priority", "hsr", "libreswan", "macsec-offload", "route-without-address"}},
 	} {
 		got := ""
 		if errs := tc.caps.Lacks(needs); errs != nil {
@@ -82,10 +81,7 @@ func TestCapabilitiesLacksLibreswan(t *testing.T) {
 			t.Errorf("%+v: names %v, want %v", tc.caps, names, tc.names)
 		}
 	}
-	if !strings.HasPrefix(ipsecNotActivated, "IPsec profiles are mapped but not activated yet: ") {
-		t.Errorf("reason %q", ipsecNotActivated)
-	}
-	if s := Supports(state.CapabilityLibreswan); !strings.HasPrefix(s, "nodes with NetworkManager-libreswan apply it, once nmoverlay does: IPsec profiles") {
+	if s := Supports(state.CapabilityLibreswan); s != "nodes with NetworkManager-libreswan apply it" {
 		t.Errorf("Supports: %q", s)
 	}
 }

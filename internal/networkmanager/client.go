@@ -180,6 +180,8 @@ func (s settings) key() string {
 		it.Type = state.OVSBridge
 	case kinds[state.OVSPort].connType:
 		it.Type = state.OVSPort
+	case kinds[state.IPsec].connType:
+		it.Name = s.str("connection", "id") // a VPN profile has no interface: nmstate names it by its id
 	}
 	return it.Key()
 }

@@ -1,10 +1,8 @@
 package networkmanager
 
 import (
-	"fmt"
 	"strconv"
 
-	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -16,8 +14,8 @@ import (
 // (flags 0: NetworkManager keeps it in the profile). ipv4 and ipv6 are the interface's, as
 // for any other kind.
 //
-// The engine does not activate such a profile yet (refuseUnactivated): it has no device,
-// and the engine waits for devices.
+// The profile has no device: the engine activates it on none (NetworkManager runs it over
+// the device of its default route) and waits for its VPN connection (vpn.go).
 func init() {
 	register(&kind{typ: state.IPsec, connType: "vpn", deviceless: true, noMTU: true,
 		write: func(s settings, it state.Interface, _ profileExtras) {
@@ -117,21 +115,4 @@ func libreswanFromData(data map[string]string) *state.LibreswanConfig {
 	}
 	l.IPsecInterface = state.IPsecInterfaceID(data["ipsec-interface"])
 	return l
-}
-
-// refuseUnactivated refuses, before anything changes, a desired state with an interface
-// of a kind the engine maps but cannot activate: Backend.Check has refused it already on
-// every node (its capability's notYet); this keeps an Apply called without a Check from
-// changing anything either.
-func refuseUnactivated(desired state.State) error {
-	var errs field.Errors
-	for i, it := range desired.Interfaces {
-		if k := kinds[it.Type]; k != nil && k.deviceless {
-			errs = append(errs, &field.Error{Path: fmt.Sprintf("interfaces[%d].type", i), Reason: ipsecNotActivated})
-		}
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
 }

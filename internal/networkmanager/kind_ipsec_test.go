@@ -1,15 +1,13 @@
 package networkmanager
 
 import (
-	"errors"
 	"maps"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/nmoverlay/nmoverlay/api/field"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/test/published"
 )
@@ -109,21 +107,36 @@ func TestIPsecNotClaimedByDevices(t *testing.T) {
 	}
 }
 
-// TestIPsecRefusedByApply: Apply changes nothing for a state with an IPsec interface,
-// and says why, before it reaches NetworkManager.
-func TestIPsecRefusedByApply(t *testing.T) {
-	doc, _ := published.Nmstate("ipsec_psk.yaml")
-	s, err := state.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
+// TestVPNDevices: an active VPN connection of libreswan's profile is read as the IPsec
+// interface its profile names, up once activated; another VPN plugin's is not part of the
+// model; and the profile's key is its id, which the engine finds it by.
+func TestVPNDevices(t *testing.T) {
+	libreswan := func(id string) settings {
+		return settings{"connection": {"type": dbus.MakeVariant("vpn"), "id": dbus.MakeVariant(id)},
+			"vpn": {"service-type": dbus.MakeVariant(libreswanService)}}
 	}
-	var c Client // no bus: Apply must not reach it
-	_, err = c.Apply(t.Context(), s, ApplyOptions{})
-	var errs field.Errors
-	if !errors.As(err, &errs) || errs[0].Path != "interfaces[0].type" || !strings.HasPrefix(errs[0].Reason, "IPsec profiles are mapped but not activated yet") {
-		t.Errorf("Apply: %v", err)
+	profiles := map[dbus.ObjectPath]settings{
+		"/s/1": libreswan("ipsec0"), "/s/2": libreswan("ipsec1"),
+		"/s/3": {"connection": {"type": dbus.MakeVariant("vpn"), "id": dbus.MakeVariant("office")}, "vpn": {"service-type": dbus.MakeVariant("org.freedesktop.NetworkManager.openvpn")}},
 	}
-	if strings.Contains(err.Error(), "psk_password") {
-		t.Errorf("the psk in an error: %v", err)
+	active := func(profile dbus.ObjectPath, st uint32, vpn bool) map[string]map[string]dbus.Variant {
+		return map[string]map[string]dbus.Variant{nmdbus.ActiveIface: {"Vpn": dbus.MakeVariant(vpn), "Connection": dbus.MakeVariant(profile), "State": dbus.MakeVariant(st)}}
+	}
+	objs := objects{
+		"/a/1": active("/s/1", activeStateActivated, true),
+		"/a/2": active("/s/2", 1, true), // activating
+		"/a/3": active("/s/3", activeStateActivated, true),
+		"/a/4": active("/s/4", activeStateActivated, false), // a device's
+	}
+	got := sortDevices(objs.vpnDevices(func(p dbus.ObjectPath) settings { return profiles[p] }))
+	want := []device{
+		{name: "ipsec0", key: "ipsec0", typ: state.IPsec, path: "/a/1", active: "/a/1", profile: "/s/1", state: deviceStateActivated, vpn: true},
+		{name: "ipsec1", key: "ipsec1", typ: state.IPsec, path: "/a/2", active: "/a/2", profile: "/s/2", vpn: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("vpnDevices:\n got %+v\nwant %+v", got, want)
+	}
+	if k := libreswan("ipsec0").key(); k != "ipsec0" {
+		t.Errorf("key %q, want the profile's id", k)
 	}
 }

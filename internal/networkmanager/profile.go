@@ -129,22 +129,30 @@ func buildProfile(it state.Interface, typ state.InterfaceType, base settings, ba
 // profileFromBase copies base when it is a profile of the same connection type, so that
 // what the desired state does not name is kept; otherwise the profile starts empty.
 func profileFromBase(base settings, typ state.InterfaceType) settings {
-	s := settings{}
 	if k := kinds[typ]; base != nil && k != nil && base.str("connection", "type") == k.connType {
-		for sec, kv := range base {
-			s[sec] = map[string]dbus.Variant{}
-			for k, v := range kv {
-				s[sec][k] = v
-			}
-		}
-		// Legacy duplicates of address-data/route-data: NetworkManager would read both.
-		for _, sec := range []string{"ipv4", "ipv6"} {
-			for _, k := range []string{"addresses", "routes"} {
-				delete(s[sec], k)
-			}
-		}
-		delete(s["connection"], "timestamp")
+		return writable(base)
 	}
+	return settings{}
+}
+
+// writable is a copy of settings NetworkManager gave (GetSettings) that it takes back
+// (AddConnection2, Update2): without the legacy duplicates of address-data and
+// route-data, which it would read as well and whose D-Bus types differ, nor the
+// timestamp.
+func writable(from settings) settings {
+	s := settings{}
+	for sec, kv := range from {
+		s[sec] = map[string]dbus.Variant{}
+		for k, v := range kv {
+			s[sec][k] = v
+		}
+	}
+	for _, sec := range []string{"ipv4", "ipv6"} {
+		for _, k := range []string{"addresses", "routes"} {
+			delete(s[sec], k)
+		}
+	}
+	delete(s["connection"], "timestamp")
 	return s
 }
 

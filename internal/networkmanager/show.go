@@ -52,6 +52,8 @@ type device struct {
 	// external: NetworkManager only follows what another program configured on it (its
 	// profile is generated, in memory): never the engine's to take over.
 	external bool
+	// vpn: not a device but a VPN's active connection (path and active are its path).
+	vpn bool
 }
 
 // objects are every NetworkManager object and its properties, as one call reads them.
@@ -100,9 +102,12 @@ func (o objects) devices() []device {
 		d.external = flags&activeStateFlagExternal != 0
 		out = append(out, d)
 	}
-	out = foldTaps(out)
-	// By name, then key: an OVS bridge, its port and its interface may share one, and
-	// NetworkManager's objects come in no order.
+	return sortDevices(foldTaps(out))
+}
+
+// sortDevices sorts by name, then key: an OVS bridge, its port and its interface may
+// share one, and NetworkManager's objects come in no order.
+func sortDevices(out []device) []device {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].name != out[j].name {
 			return out[i].name < out[j].name
@@ -110,6 +115,29 @@ func (o objects) devices() []device {
 		return out[i].key < out[j].key
 	})
 	return out
+}
+
+// profileIP reads a VPN's IP configuration from its profile, as nmstate reports it.
+func profileIP(it *state.Interface, a settings) {
+	for _, f := range []struct {
+		name string
+		dst  **state.IPConfig
+	}{{"ipv4", &it.IPv4}, {"ipv6", &it.IPv6}} {
+		if *f.dst == nil && a.str(f.name, "method") != "" {
+			ip := &state.IPConfig{}
+			describeIP(ip, a, f.name)
+			*f.dst = ip
+		}
+	}
+}
+
+// profileSettings reads a profile's settings, nil if it went meanwhile.
+func (c *Client) profileSettings(ctx context.Context, p dbus.ObjectPath) settings {
+	s, err := c.nm.Settings(ctx, p)
+	if err != nil {
+		return nil
+	}
+	return settings(s)
 }
 
 // foldTaps drops the tap NetworkManager shows beside an OVS internal interface of the
@@ -162,6 +190,14 @@ type Snapshot struct {
 	// KernelRoutes are the kernel's routes, read only when an applied profile gives a route
 	// a source, a congestion window or a type, which RouteData does not report.
 	KernelRoutes []kernelRoute `json:"kernel-routes,omitempty"`
+	// VPNProfiles are the settings of the profiles the active VPN connections run, by
+	// path: a VPN has no device to ask for its applied profile.
+	VPNProfiles map[dbus.ObjectPath]settings `json:"vpn-profiles,omitempty"`
+}
+
+// devices are the snapshot's devices, its VPNs of a modelled kind among them.
+func (snap Snapshot) devices() []device {
+	return sortDevices(append(snap.Objects.devices(), snap.Objects.vpnDevices(func(p dbus.ObjectPath) settings { return snap.VPNProfiles[p] })...))
 }
 
 // Snapshot reads what Show translates.
@@ -173,6 +209,12 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	devs := objs.devices()
 	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{},
 		Sysfs: readSysfs(objs, devs, c.sysfsRoot())}
+	for _, d := range objs.vpnDevices(func(p dbus.ObjectPath) settings { return c.profileSettings(ctx, p) }) {
+		if snap.VPNProfiles == nil {
+			snap.VPNProfiles = map[dbus.ObjectPath]settings{}
+		}
+		snap.VPNProfiles[d.profile] = c.profileSettings(ctx, d.profile)
+	}
 	if err := c.inNetNS(func() error { return snap.readKernel(devs, objs) }); err != nil {
 		return Snapshot{}, err
 	}
@@ -220,7 +262,7 @@ func (snap *Snapshot) readKernel(devs []device, objs objects) error {
 // profile applied to each device.
 func (snap Snapshot) State() state.State {
 	objs := snap.Objects
-	devs := objs.devices()
+	devs := snap.devices()
 	var s state.State
 	routes := &state.Routes{}
 	rules := &state.RouteRules{}
@@ -246,13 +288,21 @@ func (snap Snapshot) State() state.State {
 			continue // loopback, generic, tun...: not part of the model; an OVS port is its bridge's
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
+		a := applied[d.key]
+		if d.vpn {
+			// What it was told is its profile's; its active connection's IP configuration is
+			// that of the device it runs over (it has no tunnel device), not its own.
+			props, a = nil, snap.VPNProfiles[d.profile]
+		}
 		it := deviceInterface(d, props)
 		if vfs, ok := snap.VFs[d.name]; ok {
 			it.Ethernet = &state.EthernetConfig{SRIOV: vfs}
 		}
-		a := applied[d.key]
 		it.Type = typeOfApplied(it.Type, a)
 		objs.readIP(&it, props, a, routes, &static)
+		if d.vpn {
+			profileIP(&it, a)
+		}
 		if a != nil {
 			it.WaitIP = waitIP(a)
 			describe(&it, a, portsOf, applied, snap.Sysfs)

@@ -29,20 +29,21 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	devs, err := c.devices(ctx)
+	objs, err := c.managedObjects(ctx)
 	if err != nil {
 		return nil, err
 	}
 	h := &host{profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
 		current: sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })}
-	for _, d := range devs {
-		h.devs[d.key] = d
-	}
 	for _, p := range profiles {
 		h.byPath[p.path] = p
 		if p.settings.owned() {
 			h.owned[p.settings.key()] = p
 		}
+	}
+	devs := append(objs.devices(), objs.vpnDevices(func(p dbus.ObjectPath) settings { return h.byPath[p].settings })...)
+	for _, d := range devs {
+		h.devs[d.key] = d
 	}
 	return h, nil
 }

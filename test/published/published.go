@@ -5,7 +5,10 @@ package published
 
 import (
 	"embed"
+	"encoding/json"
 	"io/fs"
+
+	"sigs.k8s.io/yaml"
 )
 
 //go:embed testdata/openshift/*.yaml nmstate/*.yaml
@@ -22,4 +25,15 @@ func OpenShift(name string) (string, error) {
 func Nmstate(name string) (string, error) {
 	b, err := fs.ReadFile(files, "nmstate/"+name)
 	return string(b), err
+}
+
+// DesiredState is a policy's spec.desiredState, as JSON (none: empty).
+func DesiredState(policy string) ([]byte, error) {
+	var nncp struct {
+		Spec struct {
+			DesiredState json.RawMessage `json:"desiredState"`
+		} `json:"spec"`
+	}
+	err := yaml.Unmarshal([]byte(policy), &nncp)
+	return nncp.Spec.DesiredState, err
 }

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,10 +11,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
 	"github.com/nmoverlay/nmoverlay/internal/state"
+	"github.com/nmoverlay/nmoverlay/test/published"
 )
 
 // The LAN the published DHCP examples get their leases on: the hub NICs B and C share,
@@ -84,18 +83,13 @@ func (e *Env) ApplyPublished(ctx context.Context, policy string, opts networkman
 
 // policyDesired is a policy's desired state as written, and as the handler merges it.
 func policyDesired(policy string) ([]byte, state.State, error) {
-	var nncp struct {
-		Spec struct {
-			DesiredState json.RawMessage `json:"desiredState"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal([]byte(policy), &nncp); err != nil {
+	raw, err := published.DesiredState(policy)
+	if err != nil {
 		return nil, state.State{}, err
 	}
 	s := state.State{}
-	if len(nncp.Spec.DesiredState) > 0 {
-		var err error
-		if s, err = state.Parse(nncp.Spec.DesiredState); err != nil {
+	if len(raw) > 0 {
+		if s, err = state.Parse(raw); err != nil {
 			return nil, state.State{}, err
 		}
 	}
@@ -103,7 +97,7 @@ func policyDesired(policy string) ([]byte, state.State, error) {
 	if err != nil {
 		return nil, state.State{}, err
 	}
-	return nncp.Spec.DesiredState, merged.State, nil
+	return raw, merged.State, nil
 }
 
 // leased: the interface holds an address DHCP gave it from the subnet.
