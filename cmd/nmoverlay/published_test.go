@@ -65,7 +65,7 @@ var featureVerified = map[string]string{
 	"sr-iov":                 "vm (netdevsim)",
 	"route-rules":            "node (ip rule)",
 	"ipv4-forwarding":        "",
-	"ipsec":                  "node (activated as published but for the remote host's address, through NetworkManager's VPN machinery with a stand-in for NetworkManager-libreswan, which Debian does not package; no tunnel is built); refused where the node has no plugin",
+	"ipsec":                  "node, vm (Debian 13: activated as published but for the remote host's address, through NetworkManager's VPN machinery with a stand-in for NetworkManager-libreswan, which Debian does not package; no tunnel is built); refused where the node has no plugin",
 	"infiniband":             "parsed; refused where the node has no InfiniBand device (node tier), applied through NetworkManager's infiniband setting where it has (not verified on hardware here)",
 	"identifier-mac-address": "node (a NIC found by its MAC address)",
 }

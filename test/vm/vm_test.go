@@ -67,12 +67,15 @@ func boot(image, suite string) map[string]string {
 	if record != "" {
 		Expect(os.WriteFile(filepath.Join(share, "record"), nil, 0o644)).To(Succeed())
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(share, "run"), "github.com/nmoverlay/nmoverlay/test/vm/guest")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	// The guest's program, and the stand-in for NetworkManager-libreswan's service.
+	for bin, pkg := range map[string]string{"run": "test/vm/guest", "fakevpn": "test/fakevpn"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(share, bin), "github.com/nmoverlay/nmoverlay/"+pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+	}
 	disk := filepath.Join(dir, "disk.qcow2")
-	out, err = exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", filepath.Join(image, "root.img"), "-F", "raw", disk).CombinedOutput()
+	out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", filepath.Join(image, "root.img"), "-F", "raw", disk).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
 
 	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "2048",

@@ -231,6 +231,90 @@ interfaces:
 		return e.applyPolicy(ctx, `{"spec": {"desiredState": {"interfaces": [{"name": "br1", "type": "ovs-bridge", "state": "absent"}],
   "ovn": {"bridge-mappings": [{"localnet": "provider-network", "state": "absent"}]}}}}`)
 	}},
+	{"IPsec through NetworkManager 1.52's VPN machinery, with a stand-in for NetworkManager-libreswan", func(ctx context.Context, e *Env) error {
+		if err := installFakeLibreswan(ctx); err != nil {
+			return err
+		}
+		policy, err := published.OpenShift("nw-ovn-ipsec-north-south-enable-2.yaml")
+		if err != nil {
+			return err
+		}
+		// The stand-in reports the gateway it connects to, and resolves no names.
+		raw, ipsec, err := policyDesired(strings.Replace(policy, "right: host.example.com", "right: 192.0.2.252", 1))
+		if err != nil {
+			return err
+		}
+		b := networkmanager.Backend{Client: e.NM, Options: networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second}}
+		if err := b.Check(ctx, "", raw); err != nil {
+			return err
+		}
+		// NetworkManager runs a VPN over the device of its primary connection, the one with
+		// the best default route of its own: the guest's NIC A is not NetworkManager's, so
+		// another policy gives NIC B one, as a node's uplink has.
+		uplink, err := state.Parse([]byte(e.named(`
+interfaces:
+- {name: {B}, type: ethernet, state: up, ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.251, prefix-length: 24}]}}
+routes:
+  config:
+  - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.1, next-hop-interface: {B}, metric: 5000}
+`)))
+		if err != nil {
+			return err
+		}
+		merged, err := state.Merge([]state.Source{{Policy: "uplink", State: uplink}, {Policy: "ipsec-config", State: ipsec}})
+		if err != nil {
+			return err
+		}
+		if err := e.applyCommit(ctx, merged.State, b.Options); err != nil {
+			return err
+		}
+		if err := expect([]string{"nmcli", "-g", "GENERAL.STATE,GENERAL.VPN", "connection", "show", "hosta_conn"}, "activated"); err != nil {
+			return err
+		}
+		if err := expect([]string{"cat", fakeLibreswanLog}, "connect right=192.0.2.252 psk=unset"); err != nil {
+			return err
+		}
+		return e.applyCommit(ctx, state.State{}, networkmanager.ApplyOptions{Prune: true})
+	}},
+}
+
+// fakeLibreswanLog is where the stand-in plugin notes each call NetworkManager makes.
+const fakeLibreswanLog = "/run/fakevpn.log"
+
+// installFakeLibreswan installs test/fakevpn (built into the share by the host) as
+// NetworkManager-libreswan's service: its plugin file where the package puts it, a
+// wrapper that gives it its log, and the bus policy that lets it own the plugin's names
+// (one per connection) and NetworkManager call it. NetworkManager watches the plugin
+// directory; the bus reloads its policy when asked.
+func installFakeLibreswan(ctx context.Context) error {
+	const wrapper = "/usr/local/libexec/nm-libreswan-service"
+	files := map[string]string{
+		wrapper: "#!/bin/sh\nFAKEVPN_LOG=" + fakeLibreswanLog + " exec /mnt/share/fakevpn \"$@\"\n",
+		"/usr/share/dbus-1/system.d/nm-libreswan-service.conf": `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <policy user="root">
+    <allow own_prefix="org.freedesktop.NetworkManager.libreswan"/>
+    <allow send_destination_prefix="org.freedesktop.NetworkManager.libreswan"/>
+  </policy>
+</busconfig>
+`,
+		"/usr/lib/NetworkManager/VPN/nm-libreswan-service.name": "[VPN Connection]\nname=libreswan\nservice=org.freedesktop.NetworkManager.libreswan\n" +
+			"program=" + wrapper + "\nsupports-multiple-connections=true\n",
+	}
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			return err
+		}
+	}
+	if out, err := sh("busctl", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ReloadConfig"); err != nil {
+		return fmt.Errorf("reloading the bus's policy: %v: %s", err, out)
+	}
+	time.Sleep(time.Second) // NetworkManager's watch on the plugin directory
+	return nil
 }
 
 // check is what the handler checks of a policy on this node before it applies it.
