@@ -24,8 +24,6 @@ const publishedDoc = "../../docs/published-examples.md"
 
 // publishedRefused are the published policies nmoverlay refuses, with what it says.
 var publishedRefused = map[string]string{
-	"kubernetes-nmstate/per-interface-ipv4-forwarding.yaml":                           "NetworkManager 1.54 and later have a per-interface forwarding setting",
-	"openshift/nw-nmstate-enable-per-interface-ip-forwarding.yaml":                    "NetworkManager 1.54 and later have a per-interface forwarding setting",
 	"openshift/k8s-nmstate-creating-alternative-interface-names.yaml":                 "no setting for alternative interface names",
 	"openshift/k8s-nmstate-creating-alternative-interface-names-by-identifier-1.yaml": "no setting for alternative interface names",
 	"openshift/k8s-nmstate-creating-alternative-interface-names-by-identifier-2.yaml": "no setting for alternative interface names",
@@ -64,7 +62,7 @@ var featureVerified = map[string]string{
 	"lldp":                   "node (lldpd on a switch port), vm (lldp.yaml as published)",
 	"sr-iov":                 "vm (netdevsim)",
 	"route-rules":            "node (ip rule)",
-	"ipv4-forwarding":        "",
+	"ipv4-forwarding":        "refused per node, naming its NetworkManager: node (1.42.4), vm (Debian 13: 1.52.1); 1.54 and builds that announce it apply it (none here)",
 	"ipsec":                  "node, vm (Debian 13: activated as published but for the remote host's address, through NetworkManager's VPN machinery with a stand-in for NetworkManager-libreswan, which Debian does not package; no tunnel is built); refused where the node has no plugin",
 	"infiniband":             "parsed; refused where the node has no InfiniBand device (node tier), applied through NetworkManager's infiniband setting where it has (not verified on hardware here)",
 	"identifier-mac-address": "node (a NIC found by its MAC address)",

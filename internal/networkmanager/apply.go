@@ -610,7 +610,6 @@ func (c *Client) save(ctx context.Context, existing profile, want settings) (dbu
 	}
 	var path dbus.ObjectPath
 	var result map[string]dbus.Variant
-	const blockAutoconnect = 0x20 // activated below, in dependency order
 	err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", want, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result)
 	return path, true, err
 }
@@ -659,12 +658,12 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 		if time.Now().After(deadline) {
 			var why, names []string
 			for _, t := range pending {
+				names = append(names, t.name)
 				if t.vpn {
 					why = append(why, t.name+" ("+c.vpnStateText(t.active)+")")
 					continue
 				}
 				why = append(why, t.name+" ("+c.deviceStateText(ctx, t.name)+")")
-				names = append(names, t.name)
 			}
 			return false, &activationError{interfaces: names, msg: fmt.Sprintf("not activated within %s: %s", timeout, strings.Join(why, ", "))}
 		}

@@ -30,7 +30,20 @@ type Capabilities struct {
 	// WPASupplicant: wpa_supplicant is on the system bus, or the bus can start it
 	// (wpaSupplicantService): NetworkManager agrees MACsec keys through it.
 	WPASupplicant bool
+	// versionInfo is NetworkManager's VersionInfo (1.42 and later): its version, then a
+	// bit field of the capabilities a build announces (NMVersionInfoCapability), which is
+	// how a distribution's build says it has what a later release added.
+	versionInfo []uint32
 }
+
+// announces says whether the build announces capability n in VersionInfo.
+func (c Capabilities) announces(n int) bool {
+	i := 1 + n/32
+	return n >= 0 && i < len(c.versionInfo) && c.versionInfo[i]&(1<<(n%32)) != 0
+}
+
+// versionInfoIPv4Forwarding is NM_VERSION_INFO_CAPABILITY_IP4_FORWARDING.
+const versionInfoIPv4Forwarding = 1
 
 // wpaSupplicantService is wpa_supplicant's D-Bus name.
 const wpaSupplicantService = "fi.w1.wpa_supplicant1"
@@ -47,8 +60,10 @@ const capabilityOVS = 2
 type requirement struct {
 	// what names it as NetworkManager does: its setting property.
 	what string
-	// since is the first NetworkManager release (major, minor) that has it.
-	since [2]int
+	// since is the first NetworkManager release (major, minor) that has it; announced, when
+	// not 0, the VersionInfo capability by which an earlier build says it has it.
+	since     [2]int
+	announced int
 	// plugin, for what a plugin of its own package provides: says whether the node has it.
 	// lacking is what shows the node has not; why what needs the plugin does.
 	plugin       func(Capabilities) bool
@@ -62,6 +77,7 @@ var requirements = map[state.Capability]requirement{
 	state.CapabilityBondPortPriority: {what: "bond-port.prio", since: [2]int{1, 44}},
 	state.CapabilityHSR:              {what: "hsr profiles", since: [2]int{1, 46}},
 	state.CapabilityIPVLAN:           {what: "ipvlan profiles", since: [2]int{1, 52}},
+	state.CapabilityIPv4Forwarding:   {what: "ipv4.forwarding", since: [2]int{1, 54}, announced: versionInfoIPv4Forwarding},
 	state.CapabilityMACsec: {what: "wpa_supplicant",
 		plugin:  func(c Capabilities) bool { return c.WPASupplicant },
 		lacking: wpaSupplicantService + " is neither on the system bus nor one it can start",
@@ -87,6 +103,7 @@ func (c *Client) Capabilities() (Capabilities, error) {
 		return caps, fmt.Errorf("reading NetworkManager's capabilities: %w", err)
 	}
 	caps.OVS = slices.Contains(plugins, capabilityOVS)
+	_ = c.prop(nmdbus.Path, nmdbus.Iface, "VersionInfo", &caps.versionInfo) // none before 1.42: nothing announced
 	caps.release = parseRelease(caps.Version)
 	var err error
 	if caps.Libreswan, err = hasVPNPlugin(c.vpnPluginDir(), libreswanService); err != nil {
@@ -161,7 +178,8 @@ func (c Capabilities) meets(r requirement) bool {
 	if r.plugin != nil {
 		return r.plugin(c)
 	}
-	return c.release[0] > r.since[0] || c.release[0] == r.since[0] && c.release[1] >= r.since[1]
+	return c.release[0] > r.since[0] || c.release[0] == r.since[0] && c.release[1] >= r.since[1] ||
+		r.announced != 0 && c.announces(r.announced)
 }
 
 // Lacks refuses each field that needs a capability this NetworkManager has not, naming it
@@ -208,6 +226,9 @@ func Supports(cp state.Capability) string {
 		return "no NetworkManager release"
 	case r.plugin != nil:
 		return fmt.Sprintf("nodes with %s apply it", r.what)
+	}
+	if r.announced != 0 {
+		return fmt.Sprintf("NetworkManager %d.%d and later apply it, and builds that announce it", r.since[0], r.since[1])
 	}
 	return fmt.Sprintf("NetworkManager %d.%d and later apply it", r.since[0], r.since[1])
 }

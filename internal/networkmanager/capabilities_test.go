@@ -31,7 +31,7 @@ func TestCapabilitiesLacks(t *testing.T) {
 		{"1.44.0", "", []string{"bond-port-priority"}},
 		{"1.46.0-26.el9_4", "", []string{"bond-port-priority", "hsr", "macsec-offload", "route-without-address"}},
 		{"1.52.1", "", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
-		{"2.0.0", "", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
+		{"2.0.0", "", []string{"bond-port-priority", "hsr", "ipv4-forwarding", "ipvlan", "macsec-offload", "route-without-address"}},
 		{"1.8", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.8 on this node has no bond-port.prio " +
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"unknown", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager unknown on this node has no bond-port.prio " +
@@ -51,6 +51,31 @@ func TestCapabilitiesLacks(t *testing.T) {
 	}
 	if names := (Capabilities{OVS: true}).Names(); !slices.Equal(names, []string{"ovs"}) {
 		t.Errorf("OVS plugin: names %v", names)
+	}
+}
+
+// TestCapabilitiesIPv4Forwarding: ipv4.forwarding is 1.54's, or an earlier build's that
+// announces it in VersionInfo (RHEL backports it); the refusal names the node's release.
+func TestCapabilitiesIPv4Forwarding(t *testing.T) {
+	needs := []state.Need{{Path: "interfaces[0].ipv4.forwarding", Capability: state.CapabilityIPv4Forwarding}}
+	for _, tc := range []struct {
+		caps Capabilities
+		want string
+	}{
+		{Capabilities{Version: "1.52.1", release: parseRelease("1.52.1"), versionInfo: []uint32{0x013401, 0b01}},
+			"interfaces[0].ipv4.forwarding: NetworkManager 1.52.1 on this node has no ipv4.forwarding (NetworkManager 1.54 and later apply it, and builds that announce it)"},
+		{Capabilities{Version: "1.42.4", release: parseRelease("1.42.4")},
+			"interfaces[0].ipv4.forwarding: NetworkManager 1.42.4 on this node has no ipv4.forwarding (NetworkManager 1.54 and later apply it, and builds that announce it)"},
+		{Capabilities{Version: "1.52.0-3.el10", release: parseRelease("1.52.0-3.el10"), versionInfo: []uint32{0x013400, 0b11}}, ""},
+		{Capabilities{Version: "1.54.0", release: parseRelease("1.54.0")}, ""},
+	} {
+		got := ""
+		if errs := tc.caps.Lacks(needs); errs != nil {
+			got = errs.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.caps.Version, got, tc.want)
+		}
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 // Flags of AddConnection2/Update2 and CheckpointCreate.
 const (
 	saveToDisk = 0x1
+	// blockAutoconnect: a profile added is activated by the engine, in dependency order.
+	blockAutoconnect = 0x20
 
 	checkpointDeleteNewConnections        = 0x2
 	checkpointDisconnectNewDevices        = 0x4

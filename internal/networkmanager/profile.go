@@ -307,30 +307,14 @@ func setIPConfig(s settings, family string, c *state.IPConfig) {
 	enabled := c.Enabled == nil || *c.Enabled
 	dhcp := c.DHCP != nil && *c.DHCP
 	autoconf := c.Autoconf != nil && *c.Autoconf
-	var method string
-	switch {
-	case !enabled:
-		method = "disabled"
-	case v6 && autoconf:
-		method = "auto"
-	case v6 && dhcp:
-		method = "dhcp"
-	case !v6 && dhcp:
-		method = "auto"
-	case len(c.Address) > 0:
-		method = "manual"
-	case v6:
-		method = "link-local"
-	default:
-		method = "disabled"
+	// A family that stays on and says neither its addresses nor DHCP or autoconf keeps
+	// them as the base has them, as nmstate keeps what a partial state does not mention
+	// (ipv4: {enabled: true, forwarding: true} on an interface with an address).
+	if base := s.str(family, "method"); enabled && c.Address == nil && c.DHCP == nil && c.Autoconf == nil && base != "" && base != "disabled" {
+		dhcp, autoconf = base == "auto" || base == "dhcp", v6 && base == "auto"
+	} else {
+		setMethod(s, family, enabled, dhcp, autoconf, c.Address)
 	}
-	s.set(family, "method", method)
-	addrs := []map[string]dbus.Variant{}
-	for _, a := range c.Address {
-		addrs = append(addrs, map[string]dbus.Variant{
-			"address": dbus.MakeVariant(a.IP), "prefix": dbus.MakeVariant(uint32(a.PrefixLength))})
-	}
-	s.set(family, "address-data", addrs)
 	if dhcp || autoconf {
 		// Never give up on DHCP (nmstate does the same): with NetworkManager's 45 s a
 		// DHCP server down at a lease renewal would take the interface down for good.
@@ -353,7 +337,46 @@ func setIPConfig(s settings, family string, c *state.IPConfig) {
 	if c.AutoRouteMetric != nil {
 		s.set(family, "route-metric", int64(*c.AutoRouteMetric))
 	}
+	if c.Forwarding != nil {
+		s.set(family, "forwarding", map[bool]int32{false: forwardingNo, true: forwardingYes}[*c.Forwarding])
+	}
 }
+
+// setMethod writes the family's method and addresses as a desired state gives them.
+func setMethod(s settings, family string, enabled, dhcp, autoconf bool, addresses []state.Address) {
+	v6 := family == "ipv6"
+	var method string
+	switch {
+	case !enabled:
+		method = "disabled"
+	case v6 && autoconf:
+		method = "auto"
+	case v6 && dhcp:
+		method = "dhcp"
+	case !v6 && dhcp:
+		method = "auto"
+	case len(addresses) > 0:
+		method = "manual"
+	case v6:
+		method = "link-local"
+	default:
+		method = "disabled"
+	}
+	s.set(family, "method", method)
+	addrs := []map[string]dbus.Variant{}
+	for _, a := range addresses {
+		addrs = append(addrs, map[string]dbus.Variant{
+			"address": dbus.MakeVariant(a.IP), "prefix": dbus.MakeVariant(uint32(a.PrefixLength))})
+	}
+	s.set(family, "address-data", addrs)
+}
+
+// NetworkManager's ipv4.forwarding values (NMSettingIPConfigForwarding) that nmstate's
+// forwarding says; its default (-1) and auto (2) are no answer nmstate gives.
+const (
+	forwardingNo  int32 = 0
+	forwardingYes int32 = 1
+)
 
 // setRoutes adds the family's routes to those the profile has and removes those an
 // absent route selects; routes of the other family are skipped.

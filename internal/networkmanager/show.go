@@ -209,11 +209,12 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	devs := objs.devices()
 	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{},
 		Sysfs: readSysfs(objs, devs, c.sysfsRoot())}
-	for _, d := range objs.vpnDevices(func(p dbus.ObjectPath) settings { return c.profileSettings(ctx, p) }) {
+	read := map[dbus.ObjectPath]settings{} // every VPN's profile; kept, those of a modelled kind
+	for _, d := range objs.vpnDevices(func(p dbus.ObjectPath) settings { read[p] = c.profileSettings(ctx, p); return read[p] }) {
 		if snap.VPNProfiles == nil {
 			snap.VPNProfiles = map[dbus.ObjectPath]settings{}
 		}
-		snap.VPNProfiles[d.profile] = c.profileSettings(ctx, d.profile)
+		snap.VPNProfiles[d.profile] = read[d.profile]
 	}
 	if err := c.inNetNS(func() error { return snap.readKernel(devs, objs) }); err != nil {
 		return Snapshot{}, err
@@ -285,7 +286,7 @@ func (snap Snapshot) State() state.State {
 	static := staticDNS{}
 	for _, d := range devs {
 		if d.typ == "" || d.typ == state.OVSPort {
-			continue // loopback, generic, tun...: not part of the model; an OVS port is its bridge's
+			continue // generic, tun...: not part of the model; an OVS port is its bridge's
 		}
 		props := objs[d.path][nmdbus.DeviceIface]
 		a := applied[d.key]
@@ -455,6 +456,12 @@ func describeIP(ip *state.IPConfig, a settings, family string) {
 	ip.Enabled = &enabled
 	if !enabled {
 		return
+	}
+	switch v, _ := a[family]["forwarding"].Value().(int32); {
+	case a[family]["forwarding"].Value() == nil:
+	case v == forwardingYes, v == forwardingNo:
+		on := v == forwardingYes
+		ip.Forwarding = &on
 	}
 	dhcp := method == "auto" || method == "dhcp"
 	autoconf := family == "ipv6" && method == "auto"

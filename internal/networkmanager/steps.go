@@ -587,10 +587,10 @@ func (h *host) dnsCarrier(fam int, scope []string, desired map[string]state.Inte
 		}
 	}
 	// Current interfaces no policy names; never lo, whose profile a policy's routes may
-	// have made: DNS goes with the node's links.
+	// have made, nor a VPN: DNS goes with the node's links.
 	var candidates []string
 	for name, d := range h.devs {
-		if _, named := desired[name]; !named && !d.external && d.state == deviceStateActivated && d.typ != "" && d.typ != state.Loopback && valid(name) {
+		if _, named := desired[name]; !named && !d.external && !d.vpn && d.state == deviceStateActivated && d.typ != "" && d.typ != state.Loopback && valid(name) {
 			candidates = append(candidates, name)
 		}
 	}

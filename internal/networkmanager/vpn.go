@@ -139,7 +139,7 @@ func (c *Client) restoreVPNs(ctx context.Context, saved []savedVPN) error {
 		switch {
 		case !exists:
 			var result map[string]dbus.Variant
-			if err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", v.settings, uint32(saveToDisk|0x20), map[string]dbus.Variant{}).Store(&path, &result); err != nil {
+			if err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", v.settings, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result); err != nil {
 				errs = append(errs, fmt.Errorf("%s: adding its profile back: %w", v.key, err))
 				continue
 			}

@@ -24,13 +24,15 @@ const (
 	CapabilityMACsec Capability = "macsec"
 	// CapabilityMACsecOffload: a MACsec interface's offload (macsec.offload).
 	CapabilityMACsecOffload Capability = "macsec-offload"
+	// CapabilityIPv4Forwarding: an interface's IPv4 forwarding (ipv4.forwarding).
+	CapabilityIPv4Forwarding Capability = "ipv4-forwarding"
 	// CapabilityRouteWithoutAddress: a route on a profile with no address of its family
 	// (a blackhole route on its VRF's profile).
 	CapabilityRouteWithoutAddress Capability = "route-without-address"
 )
 
 // Capabilities are every capability a field can need, in a stable order.
-var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPVLAN, CapabilityLibreswan,
+var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPv4Forwarding, CapabilityIPVLAN, CapabilityLibreswan,
 	CapabilityMACsec, CapabilityMACsecOffload, CapabilityRouteWithoutAddress}
 
 // needer is a section only some nodes can apply: an interface of its types needs the
@@ -55,6 +57,21 @@ func typeNeeds(s State) []Need {
 	return out
 }
 
+// routeNeeds lists the typed routes in a VRF: they go on the VRF's profile, which has no
+// address (a typed route elsewhere goes on lo's, which has the loopback address).
+func routeNeeds(s State) []Need {
+	if s.Routes == nil {
+		return nil
+	}
+	var out []Need
+	for i, r := range s.Routes.Config {
+		if r.RouteType != "" && r.VRFName != "" && r.State != "absent" {
+			out = append(out, Need{Path: fmt.Sprintf("routes.config[%d].route-type", i), Capability: CapabilityRouteWithoutAddress})
+		}
+	}
+	return out
+}
+
 // Need is one field a desired state gives that needs a capability.
 type Need struct {
 	Path       string
@@ -62,7 +79,8 @@ type Need struct {
 }
 
 // ParseNeeds is Parse, with the fields the state gives that need a capability: the
-// interfaces whose type needs one, then the other fields, each in document order.
+// interfaces whose type needs one, then the other fields, then the routes in a VRF that
+// need one, each in document order.
 func ParseNeeds(doc []byte) (State, []Need, error) {
 	return parse(doc)
 }

@@ -45,7 +45,7 @@ func parse(doc []byte) (State, []Need, error) {
 	if len(d.errs) > 0 {
 		return State{}, nil, d.errs
 	}
-	return s, append(typeNeeds(s), d.needs...), nil
+	return s, append(append(typeNeeds(s), d.needs...), routeNeeds(s)...), nil
 }
 
 func typeList() string {

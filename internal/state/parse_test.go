@@ -243,8 +243,10 @@ var invalidDocs = []struct {
 		"interfaces[0].ethernet.sr-iov.vfs[0].mac-address", "not an Ethernet MAC address"},
 	{"sr-iov on a bond", "interfaces: [{name: bond0, type: bond, link-aggregation: {mode: active-backup}, ethernet: {sr-iov: {total-vfs: 2}}}]",
 		"interfaces[0].ethernet", "not a bond's"},
-	{"ipv4 forwarding", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, forwarding: true}}]",
-		"interfaces[0].ipv4.forwarding", "NetworkManager 1.54 and later have a per-interface forwarding setting"},
+	{"ipv6 forwarding", "interfaces: [{name: eth1, type: ethernet, ipv6: {enabled: true, forwarding: true}}]",
+		"interfaces[0].ipv6.forwarding", "unknown field"},
+	{"ipv4 forwarding not a boolean", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, forwarding: 'yes'}}]",
+		"interfaces[0].ipv4.forwarding", "must be true or false"},
 	{"ipsec without right", "interfaces: [{name: hosta_conn, type: ipsec, libreswan: {left: 192.0.2.251}}]", "interfaces[0].libreswan.right", "required"},
 	{"ipsec type", "interfaces: [{name: c, type: ipsec, libreswan: {right: 192.0.2.252, type: tunel}}]",
 		"interfaces[0].libreswan.type", `"tunel" is not one of tunnel, transport`},
@@ -747,6 +749,11 @@ func TestParseNeeds(t *testing.T) {
   {name: ipvlan0, type: ipvlan, state: down, ipvlan: {base-iface: eth1}}]`,
 			[]Need{{Path: "interfaces[1].type", Capability: CapabilityHSR}, {Path: "interfaces[2].type", Capability: CapabilityIPVLAN}}},
 		{`interfaces: [{name: hsr0, type: hsr, state: absent}]`, nil},
+		{`interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, forwarding: false}}]`,
+			[]Need{{Path: "interfaces[0].ipv4.forwarding", Capability: CapabilityIPv4Forwarding}}},
+		// A typed route in a VRF goes on the VRF's profile, with no address; elsewhere on lo's.
+		{`routes: {config: [{destination: 198.51.100.0/24, route-type: blackhole}, {destination: 198.51.200.0/24, route-type: blackhole, vrf-name: vrf0}]}`,
+			[]Need{{Path: "routes.config[1].route-type", Capability: CapabilityRouteWithoutAddress}}},
 	} {
 		_, needs, err := ParseNeeds([]byte(tc.doc))
 		if err != nil {

@@ -210,13 +210,14 @@ type IPConfig struct {
 	_ struct{} `key:"dhcp-timeout" refused:"not applied yet"`
 	_ struct{} `key:"autoconf-timeout" refused:"not applied yet"`
 	_ struct{} `key:"map-to-ipv4" refused:"not applied yet"`
-	// NetworkManager has ipv4.forwarding since 1.54 (and RHEL's builds that announce it in
-	// VersionInfo); the sysctl set behind its back would outlive the policy.
-	_ struct{} `key:"forwarding" refused:"not applied yet (NetworkManager 1.54 and later have a per-interface forwarding setting)"`
 	_ struct{} `key:"autoconf" refused:"autoconf is IPv6 router advertisement; it has no meaning under ipv4" nmstate:"under=ipv4"`
 
-	Enabled     *bool     `json:"enabled,omitempty"`
-	DHCP        *bool     `json:"dhcp,omitempty"`
+	Enabled *bool `json:"enabled,omitempty"`
+	DHCP    *bool `json:"dhcp,omitempty"`
+	// Forwarding is the interface's IPv4 forwarding: NetworkManager's ipv4.forwarding
+	// (1.54, and RHEL's builds that announce it), never the sysctl behind its back, which
+	// would outlive the policy.
+	Forwarding  *bool     `json:"forwarding,omitempty" nmstate:"under=ipv4,needs=ipv4-forwarding"`
 	Autoconf    *bool     `json:"autoconf,omitempty" nmstate:"under=ipv6"`
 	Address     []Address `json:"address,omitempty"`
 	AutoDNS     *bool     `json:"auto-dns,omitempty"`
@@ -275,7 +276,7 @@ type Route struct {
 	TableID          *int   `json:"table-id,omitempty" nmstate:"range=0..u32"`
 	// RouteType is blackhole, unreachable or prohibit: a route that drops what it matches,
 	// and has no next hop; "" for one that forwards.
-	RouteType string `json:"route-type,omitempty" nmstate:"one-of=blackhole|unreachable|prohibit,needs=route-without-address"`
+	RouteType string `json:"route-type,omitempty" nmstate:"one-of=blackhole|unreachable|prohibit"`
 	// VRFName puts the route in the named VRF's route table, on the VRF's profile unless it
 	// has a next-hop-interface.
 	VRFName string `json:"vrf-name,omitempty"`

@@ -152,6 +152,7 @@ func verifyIP(add func(string, ...any), path string, want, got *IPConfig) {
 	}{
 		{"dhcp", want.DHCP, got.DHCP}, {"autoconf", want.Autoconf, got.Autoconf}, {"auto-dns", want.AutoDNS, got.AutoDNS},
 		{"auto-gateway", want.AutoGateway, got.AutoGateway}, {"auto-routes", want.AutoRoutes, got.AutoRoutes},
+		{"forwarding", want.Forwarding, got.Forwarding},
 	} {
 		if f.want == nil {
 			continue

@@ -144,6 +144,11 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 			"routes":{"config":[{"destination":"198.51.200.0/24","route-type":"blackhole","vrf-name":"vrf9"}]}}`,
 			"routes.config[0].route-type: NetworkManager 1.42.4 on this node has no profiles with routes and no address "+
 				"(NetworkManager 1.46 and later apply it)", "vrf9")
+		// OpenShift's per-interface forwarding: ipv4.forwarding is 1.54's, and RHEL's builds'
+		// that announce it; 1.42.4 announces nothing of the kind.
+		refused("forwarding", `{"interfaces":[{"name":"fwd0","type":"dummy","state":"up","ipv4":{"enabled":true,"forwarding":true}}]}`,
+			"interfaces[0].ipv4.forwarding: NetworkManager 1.42.4 on this node has no ipv4.forwarding "+
+				"(NetworkManager 1.54 and later apply it, and builds that announce it)", "fwd0")
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {

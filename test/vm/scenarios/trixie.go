@@ -35,6 +35,20 @@ var trixieScenarios = []Scenario{
 				return fmt.Errorf("capabilities %v lack %s", caps.Names(), want)
 			}
 		}
+		// What 1.54 adds, and Debian's 1.52.1 does not announce: refused, naming it.
+		policy, err := published.OpenShift("nw-nmstate-enable-per-interface-ip-forwarding.yaml")
+		if err != nil {
+			return err
+		}
+		raw, _, err := policyDesired(policy)
+		if err != nil {
+			return err
+		}
+		const want = "interfaces[0].ipv4.forwarding: NetworkManager 1.52.1 on this node has no ipv4.forwarding " +
+			"(NetworkManager 1.54 and later apply it, and builds that announce it)"
+		if err := (networkmanager.Backend{Client: e.NM}).Check(ctx, "", raw); err == nil || !strings.Contains(err.Error(), want) {
+			return fmt.Errorf("the per-interface forwarding policy: %v, want %q", err, want)
+		}
 		return nil
 	}},
 	{"a bond's port priorities and queue, which NetworkManager 1.44 and later apply", func(ctx context.Context, e *Env) error {
