@@ -404,9 +404,19 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 		}
 	}
 	toActivate = append(toActivate, underOVSControllers(toActivate, unchanged, pl)...)
+	// VPNs last: NetworkManager runs one over the device of its primary connection, which
+	// may be among those activated here, and refuses it while that one is still activating
+	// ("The base device for the VPN connection was not active").
+	var vpns []activation
+	toActivate = slices.DeleteFunc(toActivate, func(t activation) bool {
+		if t.vpn {
+			vpns = append(vpns, t)
+		}
+		return t.vpn
+	})
 	deadline := time.Now().Add(opts.ActivationTimeout)
 	var ovs []activation
-	for _, stage := range stages(toActivate, pl) {
+	start := func(stage []activation) error {
 		var targets []activation
 		for _, t := range stage {
 			if d := h.devs[t.key]; t.vpn && d.vpn {
@@ -423,12 +433,18 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 			}
 			targets = append(targets, t)
 		}
-		if err := c.waitActivated(ctx, targets, deadline, opts.ActivationTimeout); err != nil {
+		return c.waitActivated(ctx, targets, deadline, opts.ActivationTimeout)
+	}
+	for _, stage := range stages(toActivate, pl) {
+		if err := start(stage); err != nil {
 			return err
 		}
 	}
 	// The OVS bridges and ports, started before their interfaces, are up once those joined.
-	return c.waitActivated(ctx, ovs, deadline, opts.ActivationTimeout)
+	if err := c.waitActivated(ctx, ovs, deadline, opts.ActivationTimeout); err != nil {
+		return err
+	}
+	return start(vpns)
 }
 
 // stages split the activations so that an interface built on another one being activated
