@@ -104,8 +104,7 @@ type savedVPN struct {
 func (c *Client) saveVPNs(ctx context.Context, h *host) ([]savedVPN, error) {
 	var out []savedVPN
 	for key, p := range h.owned {
-		k := kinds[state.IPsec]
-		if !k.claims(p.settings) {
+		if !kinds[state.IPsec].claims(p.settings) {
 			continue
 		}
 		s := writable(p.settings)
@@ -134,25 +133,16 @@ func (c *Client) restoreVPNs(ctx context.Context, saved []savedVPN) error {
 	var errs []error
 	var waiting []activation
 	for _, v := range saved {
-		now, exists := h.owned[v.key] // by key: an apply may have added it anew (keepsNoSecrets)
-		path := now.path
-		switch {
-		case !exists:
-			var result map[string]dbus.Variant
-			if err := c.call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", v.settings, uint32(saveToDisk|blockAutoconnect), map[string]dbus.Variant{}).Store(&path, &result); err != nil {
-				errs = append(errs, fmt.Errorf("%s: adding its profile back: %w", v.key, err))
-				continue
-			}
-		case now.settings.userData(InputKey) != v.settings.userData(InputKey):
-			var result map[string]dbus.Variant
-			if err := c.call(ctx, path, nmdbus.ConnIface+".Update2", v.settings, uint32(saveToDisk), map[string]dbus.Variant{}).Store(&result); err != nil {
-				errs = append(errs, fmt.Errorf("%s: restoring its profile: %w", v.key, err))
-				continue
-			}
+		// By key: an apply may have added it anew (keepsNoSecrets). The saved settings
+		// carry the input digest they were built from, so save changes only what differs.
+		path, changed, err := c.save(ctx, h.owned[v.key], v.settings)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: restoring its profile: %w", v.key, err))
+			continue
 		}
 		d, running := h.devs[v.key]
 		running = running && d.vpn
-		if !v.active || running && d.profile == path && exists && now.settings.userData(InputKey) == v.settings.userData(InputKey) {
+		if !v.active || running && d.profile == path && !changed {
 			continue
 		}
 		if running {
