@@ -3,9 +3,10 @@
 # (trixie): its kernel (6.12, with the openvswitch module), Open vSwitch on the kernel
 # datapath, and NetworkManager 1.52 built from Debian's trixie source with its Open vSwitch
 # device plugin (Debian builds it without; hack/nm-ovs.sh does the same for bookworm). The
-# payload unit is the first guest's (hack/vm-payload.service). Prints the directory holding
-# vmlinuz, initrd.img and root.img. TEST-RECIPES §12. Cold: about 7 minutes (debootstrap,
-# the build dependencies, and the compile on 2 cores). Needs root, debootstrap and e2fsprogs.
+# payload unit is the first guest's (hack/vm-payload.service); netdevsim is built for its
+# kernel. Prints the directory holding vmlinuz, initrd.img and root.img. TEST-RECIPES §12.
+# Cold: about 9 minutes (debootstrap, the build dependencies, and the compiles on 2
+# cores). Needs root, debootstrap and e2fsprogs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/common.sh
@@ -31,7 +32,7 @@ debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$work/root" "$MIRR
 
 # NetworkManager with Open vSwitch, built in a copy of the root so that the image gets
 # none of the build dependencies.
-echo "vm-image-trixie.sh: building NetworkManager with Open vSwitch from Debian's $SUITE source (about 4 minutes)" >&2
+echo "vm-image-trixie.sh: building NetworkManager with Open vSwitch from Debian's $SUITE source, and netdevsim (about 6 minutes)" >&2
 cp -a "$work/root" "$work/build"
 echo "deb-src $MIRROR $SUITE main" > "$work/build/etc/apt/sources.list.d/src.list"
 cat > "$work/build/build-nm.sh" <<'BUILD'
@@ -49,6 +50,16 @@ meson setup build --prefix=/usr --libdir=lib/x86_64-linux-gnu --libexecdir=lib/N
   -Dqt=false -Debpf=false -Dcrypto=gnutls -Dsession_tracking=systemd -Dsuspend_resume=systemd \
   -Dconfig_plugins_default=keyfile >/dev/null
 ninja -C build src/core/NetworkManager src/core/devices/ovs/libnm-device-plugin-ovs.so >/dev/null
+# netdevsim, for the ethtool FEC scenario: Debian's config lacks it; it is built out of
+# tree from the image kernel's own source package, as hack/vm-image.sh does for bookworm.
+kver=$(ls /lib/modules)
+kpkg=$(dpkg-query -W -f '${Version}' "linux-image-$kver")
+series=$(echo "$kver" | cut -d. -f1-2)
+apt-get install -y -qq --no-install-recommends "linux-headers-$kver" "linux-source-$series=$kpkg" xz-utils make gcc >/dev/null
+mkdir -p /netdevsim
+tar -xJf "/usr/src/linux-source-$series.tar.xz" -C /netdevsim --strip-components=4 "linux-source-$series/drivers/net/netdevsim"
+make -s -C "/usr/src/linux-headers-$kver" M=/netdevsim CONFIG_NETDEVSIM=m modules
+strip --strip-debug /netdevsim/netdevsim.ko
 BUILD
 unshare -m --propagation private sh -c "
   mount -t proc proc '$work/build/proc' && mount --rbind /sys '$work/build/sys' && mount --rbind /dev '$work/build/dev' &&
@@ -63,6 +74,9 @@ install -m 0755 "$src/src/core/NetworkManager" "$work/root/usr/sbin/NetworkManag
 rm -f "$plugins"/libnm-device-plugin-*.so "$plugins"/libnm-settings-plugin-*.so
 install -m 0644 "$src/src/core/devices/ovs/libnm-device-plugin-ovs.so" "$plugins/"
 printf '[main]\nplugins=keyfile\n' > "$work/root/etc/NetworkManager/NetworkManager.conf"
+kver=$(ls "$work/root/lib/modules")
+install -D -m 0644 "$work/build/netdevsim/netdevsim.ko" "$work/root/lib/modules/$kver/extra/netdevsim.ko"
+chroot "$work/root" depmod "$kver"
 rm -rf "$work/build"
 
 echo "0123456789abcdef0123456789abcdef" > "$work/root/etc/machine-id"

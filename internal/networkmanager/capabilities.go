@@ -75,6 +75,7 @@ type requirement struct {
 // (src/libnm-core-impl/nm-setting-*.c).
 var requirements = map[state.Capability]requirement{
 	state.CapabilityBondPortPriority: {what: "bond-port.prio", since: [2]int{1, 44}},
+	state.CapabilityEthtoolFEC:       {what: "ethtool.fec-mode", since: [2]int{1, 52}},
 	state.CapabilityHSR:              {what: "hsr profiles", since: [2]int{1, 46}},
 	state.CapabilityIPVLAN:           {what: "ipvlan profiles", since: [2]int{1, 52}},
 	state.CapabilityIPv4Forwarding:   {what: "ipv4.forwarding", since: [2]int{1, 54}, announced: versionInfoIPv4Forwarding},

@@ -30,8 +30,8 @@ func TestCapabilitiesLacks(t *testing.T) {
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"1.44.0", "", []string{"bond-port-priority"}},
 		{"1.46.0-26.el9_4", "", []string{"bond-port-priority", "hsr", "macsec-offload", "route-without-address"}},
-		{"1.52.1", "", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
-		{"2.0.0", "", []string{"bond-port-priority", "hsr", "ipv4-forwarding", "ipvlan", "macsec-offload", "route-without-address"}},
+		{"1.52.1", "", []string{"bond-port-priority", "ethtool-fec", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
+		{"2.0.0", "", []string{"bond-port-priority", "ethtool-fec", "hsr", "ipv4-forwarding", "ipvlan", "macsec-offload", "route-without-address"}},
 		{"1.8", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager 1.8 on this node has no bond-port.prio " +
 			"(NetworkManager 1.44 and later apply it)", nil},
 		{"unknown", "interfaces[0].link-aggregation.ports-config[1].priority: NetworkManager unknown on this node has no bond-port.prio " +
@@ -91,7 +91,7 @@ func TestCapabilitiesLacksLibreswan(t *testing.T) {
 	}{
 		{Capabilities{Version: "1.52.1", release: parseRelease("1.52.1")},
 			"interfaces[0].type: this node has no NetworkManager-libreswan (no plugin file for org.freedesktop.NetworkManager.libreswan " +
-				"in /usr/lib/NetworkManager/VPN); IPsec is applied through it", []string{"bond-port-priority", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
+				"in /usr/lib/NetworkManager/VPN); IPsec is applied through it", []string{"bond-port-priority", "ethtool-fec", "hsr", "ipvlan", "macsec-offload", "route-without-address"}},
 		{Capabilities{Version: "1.46.0-26.el9_4", release: parseRelease("1.46.0-26.el9_4"), Libreswan: true},
 			"", []string{"bond-port-priority", "hsr", "libreswan", "macsec-offload", "route-without-address"}},
 	} {

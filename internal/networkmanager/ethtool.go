@@ -14,9 +14,9 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
-// setEthtool writes the features, ring sizes, coalescing and pause settings a desired
-// state names into NetworkManager's ethtool setting (what it does not name keeps what
-// the base profile says).
+// setEthtool writes the features, ring sizes, coalescing, pause and FEC settings a
+// desired state names into NetworkManager's ethtool setting (what it does not name keeps
+// what the base profile says).
 func setEthtool(s settings, c *state.EthtoolConfig) {
 	for _, k := range slices.Sorted(maps.Keys(c.Feature)) {
 		s.set("ethtool", state.EthtoolFeatures[k], c.Feature[k])
@@ -37,16 +37,67 @@ func setEthtool(s settings, c *state.EthtoolConfig) {
 			}
 		}
 	}
+	if c.FEC != nil {
+		s.set("ethtool", "fec-mode", fecBits(c.FEC))
+	}
+}
+
+// The FEC mode bits of ETHTOOL_GFECPARAM and ETHTOOL_SFECPARAM (enum
+// ethtool_fec_config_bits), which NetworkManager's fec-mode takes as they are.
+const (
+	fecNone = 1 << iota
+	fecAuto
+	fecOff
+	fecRS
+	fecBaseR
+	fecLLRS
+)
+
+// fecModes are nmstate's FEC modes by their bit.
+var fecModes = map[uint32]string{fecOff: "off", fecRS: "rs", fecBaseR: "baser", fecLLRS: "llrs"}
+
+// fecBits is a FEC section as the bits the driver is configured with: auto's, and the
+// mode's.
+func fecBits(f *state.EthtoolFEC) uint32 {
+	var bits uint32
+	if f.Auto != nil && *f.Auto {
+		bits |= fecAuto
+	}
+	for bit, name := range fecModes {
+		if name == f.Mode {
+			bits |= bit
+		}
+	}
+	return bits
+}
+
+// fecState reports a port's FEC from ETHTOOL_GFECPARAM: auto as configured, and the mode
+// configured, or, when the configuration names none (auto alone), the one the port runs.
+// A port without FEC (configuration NONE) reports none.
+func fecState(v state.EthtoolValues) *state.EthtoolFEC {
+	configured, active := v["configured"], v["active"]
+	if configured == 0 || configured == fecNone {
+		return nil
+	}
+	auto := configured&fecAuto != 0
+	f := &state.EthtoolFEC{Auto: &auto}
+	if mode, ok := fecModes[configured&^(fecAuto|fecNone)]; ok {
+		f.Mode = mode
+	} else if mode, ok := fecModes[active]; ok {
+		f.Mode = mode
+	}
+	return f
 }
 
 // kernelEthtool is what the kernel runs of a device's ethtool settings: every feature,
-// and the ring, coalesce and pause parameters its profile names (nil when it names none,
-// or the device has none).
+// and the ring, coalesce, pause and FEC parameters its profile names (nil when it names
+// none, or the device has none).
 type kernelEthtool struct {
 	Features map[string]bool     `json:"features,omitempty"`
 	Ring     state.EthtoolValues `json:"ring,omitempty"`
 	Coalesce state.EthtoolValues `json:"coalesce,omitempty"`
 	Pause    state.EthtoolValues `json:"pause,omitempty"`
+	FEC      state.EthtoolValues `json:"fec,omitempty"`
 }
 
 // readKernelEthtool reads what the kernel runs of what the applied profile a sets; nil
@@ -65,7 +116,7 @@ func readKernelEthtool(name string, a settings) (*kernelEthtool, error) {
 			return nil, err
 		}
 	}
-	// A device without ring, coalesce or pause parameters (the ioctl is not supported)
+	// A device without ring, coalesce, pause or FEC parameters (the ioctl is not supported)
 	// reports none: verification then names what it lacks.
 	if has("ring-") {
 		k.Ring, _ = kernelValues(name, ethtoolGRingParam, 9, ringFields)
@@ -75,6 +126,10 @@ func readKernelEthtool(name string, a settings) (*kernelEthtool, error) {
 	}
 	if has("pause-") {
 		k.Pause, _ = kernelValues(name, ethtoolGPauseParam, 4, map[string]int{"autoneg": 1, "rx": 2, "tx": 3})
+	}
+	if has("fec-") {
+		// struct ethtool_fecparam { u32 cmd, active_fec, fec, reserved; }
+		k.FEC, _ = kernelValues(name, ethtoolGFECParam, 4, map[string]int{"active": 1, "configured": 2})
 	}
 	return k, nil
 }
@@ -102,7 +157,10 @@ func ethtoolState(k *kernelEthtool, a settings) *state.EthtoolConfig {
 		on := func(k string) *bool { b := v[k] != 0; return &b }
 		c.Pause = &state.EthtoolPause{Autoneg: on("autoneg"), RX: on("rx"), TX: on("tx")}
 	}
-	if c.Feature == nil && c.Ring == nil && c.Coalesce == nil && c.Pause == nil {
+	if k.FEC != nil {
+		c.FEC = fecState(k.FEC)
+	}
+	if c.Feature == nil && c.Ring == nil && c.Coalesce == nil && c.Pause == nil && c.FEC == nil {
 		return nil
 	}
 	return c
@@ -144,10 +202,11 @@ const (
 	ethtoolGSSetInfo = 0x37
 	ethtoolGStrings  = 0x1b
 	ethtoolGFeatures = 0x3a
-	// ETHTOOL_GCOALESCE, ETHTOOL_GRINGPARAM, ETHTOOL_GPAUSEPARAM
+	// ETHTOOL_GCOALESCE, ETHTOOL_GRINGPARAM, ETHTOOL_GPAUSEPARAM, ETHTOOL_GFECPARAM
 	ethtoolGCoalesce   = 0x0e
 	ethtoolGRingParam  = 0x10
 	ethtoolGPauseParam = 0x12
+	ethtoolGFECParam   = 0x50
 	ethSSFeatures      = 4
 	ethGStringLen      = 32
 )

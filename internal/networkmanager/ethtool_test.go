@@ -1,6 +1,8 @@
 package networkmanager
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/godbus/dbus/v5"
@@ -52,5 +54,58 @@ func TestSetAndReadEthtool(t *testing.T) {
 	}
 	if k, err := readKernelEthtool("lo", settings{}); k != nil || err != nil {
 		t.Errorf("no features set: %+v, %v", k, err)
+	}
+}
+
+// TestFEC: a FEC section as the bits NetworkManager's fec-mode and the driver take, and
+// what a port's ETHTOOL_GFECPARAM answer reports: the mode configured, or the one running
+// when auto alone is.
+func TestFEC(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		fec  state.EthtoolFEC
+		bits uint32
+	}{
+		{state.EthtoolFEC{Auto: &on}, 1 << 1},
+		{state.EthtoolFEC{Auto: &off, Mode: "rs"}, 1 << 3},
+		{state.EthtoolFEC{Mode: "off"}, 1 << 2},
+		{state.EthtoolFEC{Auto: &on, Mode: "baser"}, 1<<1 | 1<<4},
+		{state.EthtoolFEC{Mode: "llrs"}, 1 << 5},
+	} {
+		if got := fecBits(&tc.fec); got != tc.bits {
+			t.Errorf("%+v: bits %#x, want %#x", tc.fec, got, tc.bits)
+		}
+		s := settings{}
+		setEthtool(s, &state.EthtoolConfig{FEC: &tc.fec})
+		if v, ok := s["ethtool"]["fec-mode"].Value().(uint32); !ok || v != tc.bits {
+			t.Errorf("%+v: fec-mode %v", tc.fec, s["ethtool"]["fec-mode"])
+		}
+	}
+	for _, tc := range []struct {
+		configured, active uint32
+		want               string // auto and mode; "" for none
+	}{
+		{1 << 3, 1 << 3, "false rs"},
+		{1 << 1, 1 << 2, "true off"},        // netdevsim runs off under auto
+		{1<<1 | 1<<4, 1 << 4, "true baser"}, // auto and a mode: the mode configured
+		{1 << 3, 1 << 0, "false rs"},        // link down: nothing runs, the mode is still the one configured
+		{1 << 0, 1 << 0, ""},                // no FEC on this port
+		{0, 0, ""},
+	} {
+		got := ""
+		if f := fecState(state.EthtoolValues{"configured": tc.configured, "active": tc.active}); f != nil {
+			got = fmt.Sprint(*f.Auto, " ", f.Mode)
+		}
+		if strings.TrimSpace(got) != tc.want {
+			t.Errorf("configured %#x, active %#x: %q, want %q", tc.configured, tc.active, got, tc.want)
+		}
+	}
+	// lo has no FEC: the ioctl fails, and nothing is reported.
+	k, err := readKernelEthtool("lo", settings{"ethtool": {"fec-mode": dbus.MakeVariant(uint32(1 << 3))}})
+	if err != nil || k == nil || k.FEC != nil {
+		t.Fatalf("readKernelEthtool: %+v, %v", k, err)
+	}
+	if c := ethtoolState(k, settings{"ethtool": {"fec-mode": dbus.MakeVariant(uint32(1 << 3))}}); c != nil {
+		t.Errorf("lo: %+v", c)
 	}
 }

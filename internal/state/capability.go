@@ -24,6 +24,8 @@ const (
 	CapabilityMACsec Capability = "macsec"
 	// CapabilityMACsecOffload: a MACsec interface's offload (macsec.offload).
 	CapabilityMACsecOffload Capability = "macsec-offload"
+	// CapabilityEthtoolFEC: a port's forward error correction (ethtool.fec-mode).
+	CapabilityEthtoolFEC Capability = "ethtool-fec"
 	// CapabilityIPv4Forwarding: an interface's IPv4 forwarding (ipv4.forwarding).
 	CapabilityIPv4Forwarding Capability = "ipv4-forwarding"
 	// CapabilityRouteWithoutAddress: a route on a profile with no address of its family
@@ -32,7 +34,7 @@ const (
 )
 
 // Capabilities are every capability a field can need, in a stable order.
-var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityHSR, CapabilityIPv4Forwarding, CapabilityIPVLAN, CapabilityLibreswan,
+var Capabilities = []Capability{CapabilityBondPortPriority, CapabilityEthtoolFEC, CapabilityHSR, CapabilityIPv4Forwarding, CapabilityIPVLAN, CapabilityLibreswan,
 	CapabilityMACsec, CapabilityMACsecOffload, CapabilityRouteWithoutAddress}
 
 // needer is a section only some nodes can apply: an interface of its types needs the

@@ -11,10 +11,9 @@ import (
 )
 
 // EthtoolConfig is an interface's ethtool section: the offload features by their kernel
-// names (ethtool -k), the ring sizes (-g), the interrupt coalescing (-c) and the pause
-// frames (-a), each by nmstate's names.
+// names (ethtool -k), the ring sizes (-g), the interrupt coalescing (-c), the pause
+// frames (-a) and the forward error correction (--show-fec), each by nmstate's names.
 type EthtoolConfig struct {
-	_ struct{} `key:"fec" refused:"not applied yet (NetworkManager 1.52 and later have ethtool.fec)"`
 	_ struct{} `key:"channels" refused:"not applied yet"`
 	_ struct{} `key:"msglvl" refused:"not applied yet"`
 
@@ -22,6 +21,22 @@ type EthtoolConfig struct {
 	Ring     EthtoolValues   `json:"ring,omitempty"`
 	Coalesce EthtoolValues   `json:"coalesce,omitempty"`
 	Pause    *EthtoolPause   `json:"pause,omitempty"`
+	FEC      *EthtoolFEC     `json:"fec,omitempty" nmstate:"needs=ethtool-fec"`
+}
+
+// EthtoolFEC is a port's forward error correction: the driver's automatic choice, a
+// mode, or both (the driver picks among them). A node reports the mode the port runs.
+type EthtoolFEC struct {
+	Auto *bool  `json:"auto,omitempty"`
+	Mode string `json:"mode,omitempty" nmstate:"one-of=off|rs|baser|llrs"`
+}
+
+// checkDecoded refuses a section that chooses nothing: without auto the port needs a
+// mode.
+func (f *EthtoolFEC) checkDecoded(d *decoder, path string, m map[string]any) {
+	if _, given := m["mode"]; !given && (f.Auto == nil || !*f.Auto) {
+		d.fail(path, "needs a mode unless auto is true")
+	}
 }
 
 // FeatureSwitches are offload features by their kernel names, each on or off.
@@ -195,6 +210,17 @@ func verifyEthtool(add func(string, ...any), path string, want, got *EthtoolConf
 		verifyField(add, path+".pause.autoneg", w.Autoneg, g.Autoneg)
 		verifyField(add, path+".pause.rx", w.RX, g.RX)
 		verifyField(add, path+".pause.tx", w.TX, g.TX)
+	}
+	if w := want.FEC; w != nil {
+		g := got.FEC
+		if g == nil {
+			add("%s.fec: not reported by the device", path)
+		} else {
+			verifyField(add, path+".fec.auto", w.Auto, g.Auto)
+			if w.Mode != "" && g.Mode != w.Mode {
+				add("%s.fec.mode: %q, want %q", path, g.Mode, w.Mode)
+			}
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(want.Feature)) {
 		g, ok := false, false

@@ -426,7 +426,8 @@ var invalidDocs = []struct {
 	{"ethtool ring key", "interfaces: [{name: eth1, type: ethernet, ethtool: {ring: {rx-pending: 256}}}]", "interfaces[0].ethtool.ring.rx-pending", "unknown field"},
 	{"ethtool coalesce switch", "interfaces: [{name: eth1, type: ethernet, ethtool: {coalesce: {adaptive-tx: 1}}}]", "interfaces[0].ethtool.coalesce.adaptive-tx", "true or false"},
 	{"ethtool pause", "interfaces: [{name: eth1, type: ethernet, ethtool: {pause: {rx: 'off'}}}]", "interfaces[0].ethtool.pause.rx", "true or false"},
-	{"ethtool fec", "interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {auto: true}}}]", "interfaces[0].ethtool.fec", "NetworkManager 1.52 and later have ethtool.fec"},
+	{"ethtool fec mode", "interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {mode: RS}}}]", "interfaces[0].ethtool.fec.mode", "one of off, rs, baser, llrs"},
+	{"ethtool fec choosing nothing", "interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {auto: false}}}]", "interfaces[0].ethtool.fec", "needs a mode unless auto is true"},
 	{"ethtool unknown feature", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {rx-checksums: false}}}]", "interfaces[0].ethtool.feature.rx-checksums", "unknown field"},
 	{"ethtool feature not a boolean", "interfaces: [{name: eth1, type: ethernet, ethtool: {feature: {rx-gro: maybe}}}]", "interfaces[0].ethtool.feature.rx-gro", "true or false"},
 	{"route destination", "routes: {config: [{destination: 10.0.0.0/33, next-hop-interface: eth1}]}", "routes.config[0].destination", "not a prefix"},
@@ -751,6 +752,8 @@ func TestParseNeeds(t *testing.T) {
 		{`interfaces: [{name: hsr0, type: hsr, state: absent}]`, nil},
 		{`interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, forwarding: false}}]`,
 			[]Need{{Path: "interfaces[0].ipv4.forwarding", Capability: CapabilityIPv4Forwarding}}},
+		{`interfaces: [{name: eth1, type: ethernet, ethtool: {fec: {auto: false, mode: rs}}}]`,
+			[]Need{{Path: "interfaces[0].ethtool.fec", Capability: CapabilityEthtoolFEC}}},
 		// A typed route in a VRF goes on the VRF's profile, with no address; elsewhere on lo's.
 		{`routes: {config: [{destination: 198.51.100.0/24, route-type: blackhole}, {destination: 198.51.200.0/24, route-type: blackhole, vrf-name: vrf0}]}`,
 			[]Need{{Path: "routes.config[1].route-type", Capability: CapabilityRouteWithoutAddress}}},

@@ -22,7 +22,7 @@ interfaces:
   ipv4: {enabled: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200}
   lldp: {enabled: true}
-  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}, ring: {rx: 1024}, coalesce: {rx-usecs: 30, adaptive-rx: true}, pause: {rx: false, autoneg: false}}
+  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}, ring: {rx: 1024}, coalesce: {rx-usecs: 30, adaptive-rx: true}, pause: {rx: false, autoneg: false}, fec: {auto: false, mode: rs}}
   ethernet:
     sr-iov:
       total-vfs: 2
@@ -67,7 +67,7 @@ interfaces:
   ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}]}
   ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false, auto-gateway: false, auto-routes: false, auto-route-metric: 48, auto-route-table-id: 200, address: [{ip: "fe80::1", prefix-length: 64}]}
   lldp: {enabled: true, neighbors: [[{type: 5, system-name: tor-1}]]}
-  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}, ring: {rx: 1024, tx: 256, rx-max: 4096}, coalesce: {rx-usecs: 30, adaptive-rx: true, tx-usecs: 0}, pause: {rx: false, tx: true, autoneg: false}}
+  ethtool: {feature: {rx-gro: false, tx-tcp-segmentation: true}, ring: {rx: 1024, tx: 256, rx-max: 4096}, coalesce: {rx-usecs: 30, adaptive-rx: true, tx-usecs: 0}, pause: {rx: false, tx: true, autoneg: false}, fec: {auto: false, mode: rs}}
   ethernet:
     sr-iov:
       total-vfs: 2
@@ -137,6 +137,9 @@ func TestVerifyEveryStatedField(t *testing.T) {
 		{"ethtool ring not reported", func(s *State) { iface(s, "eth1").Ethtool.Ring = nil }, "eth1.ethtool.ring.rx: not reported by the device, want 1024"},
 		{"ethtool coalesce switch", func(s *State) { iface(s, "eth1").Ethtool.Coalesce["adaptive-rx"] = 0 }, "eth1.ethtool.coalesce.adaptive-rx: 0, want 1"},
 		{"ethtool pause", func(s *State) { *iface(s, "eth1").Ethtool.Pause.RX = true }, "eth1.ethtool.pause.rx: true, want false"},
+		{"ethtool fec mode", func(s *State) { iface(s, "eth1").Ethtool.FEC.Mode = "baser" }, `eth1.ethtool.fec.mode: "baser", want "rs"`},
+		{"ethtool fec auto", func(s *State) { *iface(s, "eth1").Ethtool.FEC.Auto = true }, "eth1.ethtool.fec.auto: true, want false"},
+		{"ethtool fec not reported", func(s *State) { iface(s, "eth1").Ethtool.FEC = nil }, "eth1.ethtool.fec: not reported by the device"},
 		{"lldp", func(s *State) { iface(s, "eth1").LLDP = nil }, "eth1.lldp.enabled: false, want true"},
 		{"total-vfs", func(s *State) { *iface(s, "eth1").Ethernet.SRIOV.TotalVFs = 0 }, "eth1.ethernet.sr-iov.total-vfs: 0, want 2"},
 		{"no sr-iov", func(s *State) { iface(s, "eth1").Ethernet = nil }, "eth1.ethernet.sr-iov: the device has no SR-IOV"},

@@ -149,6 +149,9 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		refused("forwarding", `{"interfaces":[{"name":"fwd0","type":"dummy","state":"up","ipv4":{"enabled":true,"forwarding":true}}]}`,
 			"interfaces[0].ipv4.forwarding: NetworkManager 1.42.4 on this node has no ipv4.forwarding "+
 				"(NetworkManager 1.54 and later apply it, and builds that announce it)", "fwd0")
+		// A port's forward error correction: NetworkManager's fec-mode is 1.52's.
+		refused("fec", `{"interfaces":[{"name":"fec0","type":"dummy","state":"up","ethtool":{"fec":{"auto":false,"mode":"rs"}}}]}`,
+			"interfaces[0].ethtool.fec: NetworkManager 1.42.4 on this node has no ethtool.fec-mode (NetworkManager 1.52 and later apply it)", "fec0")
 	})
 
 	It("re-applies the bridge and the mapping after a reboot", func() {

@@ -205,6 +205,63 @@ interfaces:
 		// The kernel deletes the link once NetworkManager has let it go: not at once.
 		return eventually(5*time.Second, func() error { return gone("ipvlan0") })
 	}},
+	{"a port's forward error correction, which NetworkManager 1.52 and later apply, on netdevsim; rolled back on a NIC without FEC", func(ctx context.Context, e *Env) error {
+		port, err := newNetdevsimPF()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = deleteNetdevsim() }()
+		doc := func(fec string) string {
+			return "interfaces: [{name: " + port + ", type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: false}, ethtool: {fec: " + fec + "}}]"
+		}
+		if err := e.check(ctx, doc("{auto: false, mode: rs}")); err != nil {
+			return err
+		}
+		if err := e.Apply(ctx, doc("{auto: false, mode: rs}")); err != nil {
+			return err
+		}
+		if err := expectWords([]string{"ethtool", "--show-fec", port}, "FEC encodings: RS", "Active FEC encoding: RS"); err != nil {
+			return err
+		}
+		s, err := e.NM.Show(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(s.Interfaces, func(it state.Interface) bool { return it.Name == port })
+		if i < 0 || s.Interfaces[i].Ethtool == nil || s.Interfaces[i].Ethtool.FEC == nil {
+			return fmt.Errorf("Show: no ethtool fec for %s", port)
+		}
+		if f := s.Interfaces[i].Ethtool.FEC; f.Auto == nil || *f.Auto || f.Mode != "rs" {
+			return fmt.Errorf("Show: %s fec auto %v mode %q, want false rs", port, f.Auto, f.Mode)
+		}
+		// Auto with BaseR, applied and rolled back: RS comes back.
+		parsed, err := state.Parse([]byte(doc("{auto: true, mode: baser}")))
+		if err != nil {
+			return err
+		}
+		tx, err := e.NM.Apply(ctx, parsed, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+		if err != nil {
+			return err
+		}
+		if err := expectWords([]string{"ethtool", "--show-fec", port}, "Auto", "Active FEC encoding: BaseR"); err != nil {
+			return err
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			return err
+		}
+		if err := eventually(10*time.Second, func() error {
+			return expectWords([]string{"ethtool", "--show-fec", port}, "Active FEC encoding: RS")
+		}); err != nil {
+			return fmt.Errorf("after the rollback: %w", err)
+		}
+		// The virtio NIC has no FEC: NetworkManager only warns, verification finds it, and
+		// the apply is rolled back.
+		err = e.Apply(ctx, "interfaces: [{name: {C}, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: false}, ethtool: {fec: {auto: false, mode: rs}}}]")
+		if err == nil || !strings.Contains(err.Error(), "ethtool.fec: not reported by the device") || !strings.Contains(err.Error(), "rolled back") {
+			return fmt.Errorf("FEC on the virtio NIC: want it not reported and rolled back, got %v", err)
+		}
+		return nil
+	}},
 	{"nmstate's PRP example, an HSR interface, which NetworkManager 1.46 and later apply", func(ctx context.Context, e *Env) error {
 		doc := "interfaces: [{name: hsr0, type: hsr, state: up, hsr: {port1: {B}, port2: {C}, multicast-spec: 40, protocol: prp}}]"
 		if err := e.check(ctx, doc); err != nil {
