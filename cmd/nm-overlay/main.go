@@ -30,7 +30,7 @@ const (
 	exitUsage    = 2
 )
 
-const usage = `nm-overlay: NetworkManager's keyfile overlay (lower: persistent keyfiles, upper: tmpfs)
+var usage = `nm-overlay: NetworkManager's keyfile overlay (lower: persistent keyfiles, upper: tmpfs)
 
 Usage: nm-overlay COMMAND [--layout FILE] [-o text|json]
 
@@ -46,6 +46,14 @@ Commands:
   status     what the tmpfs layer adds, modifies (copy-up) and hides (whiteouts), per profile
   reset      drop every ephemeral change now and make NetworkManager reload its profiles
   uninstall  remove what is left after the MachineConfig was removed (--check: only list it)
+  migrate-profiles
+             move the persistent profiles a migration from kubernetes-nmstate planned to
+             move (the handler writes the plan) out of the keyfile dir into a backup under
+             ` + paths.MigratedDir + `/BOOT_ID, before the overlay is mounted on it (run by
+             nm-overlay-migrate.service); nothing without a plan
+  restore-profiles
+             put the profiles a migration moved back into the keyfile dir, byte for byte
+             (--from BACKUP; the latest by default), where the overlay is not mounted
   install    copy this binary to --to (the handler DaemonSet's init container: the host's
              /usr/local/bin mounted there), replacing it atomically
 
@@ -104,6 +112,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		log(journal.PriNotice, fmt.Sprintf("reset: dropped %d ephemeral changes", len(dropped)), nil)
 		out.changes(dropped)
+	case "migrate-profiles":
+		return migrateProfiles(out, stderr)
+	case "restore-profiles":
+		return restoreProfiles(f.from, out, stderr)
 	case "install":
 		return install(f.installTo, out, stderr)
 	case "uninstall":
@@ -117,8 +129,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // flags are the options after the command; each command uses those it needs.
 type flags struct {
-	layoutFile, output, installTo string
-	check, keepBinary             bool
+	layoutFile, output, installTo, from string
+	check, keepBinary                   bool
 }
 
 // parseFlags reads the options of cmd, reporting any error on stderr; false is a usage error.
@@ -130,6 +142,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (flags, bool) {
 	fs.StringVar(&f.output, "o", "text", "output format: text or json")
 	fs.BoolVar(&f.check, "check", false, "uninstall: only list what is left, exit 1 if anything is")
 	fs.BoolVar(&f.keepBinary, "keep-binary", false, "uninstall: keep "+paths.HelperBinary)
+	fs.StringVar(&f.from, "from", "", "restore-profiles: the backup to restore (default: the latest)")
 	fs.StringVar(&f.installTo, "to", filepath.Dir(paths.HelperBinary), "install: the directory to copy this binary to")
 	if err := fs.Parse(args); err != nil {
 		return f, false

@@ -18,10 +18,10 @@ const module = "github.com/nmoverlay/nmoverlay"
 // floors, lowest first. Packages under test/ and hack/ are above every floor.
 var floors = [][]string{
 	// Definitions with no I/O of ours: field paths, the version.
-	{"api/field", "internal/version", "internal/atomicfile"},
+	{"api/field", "internal/version", "internal/atomicfile", "internal/keyfile"},
 	// The API's types, and the pure decisions and clients nothing here depends on.
 	{"api/shared", "internal/state", "internal/nmpolicy", "internal/ovsdb", "internal/networkmanager/nmdbus",
-		"internal/probe", "internal/readyourwrites", "internal/serving", "internal/paths"},
+		"internal/probe", "internal/readyourwrites", "internal/serving", "internal/paths", "internal/migration"},
 	{"api/v1", "internal/overlay"},
 	{"api/v1beta1", "internal/machineconfigs"},
 	{"api", "deploy"},

@@ -74,7 +74,11 @@ func Units(o Options) []Unit {
 		// tmpfiles-setup creates upper/ and work/. It runs after local-fs.target, so this
 		// mount is not ordered before local-fs.target (that would be a cycle).
 		"Requires=systemd-tmpfiles-setup.service",
-		"After=systemd-tmpfiles-setup.service",
+		// A migration from kubernetes-nmstate moves profiles out of the lower dir: only
+		// before the overlay is mounted on it. Wants: a failed move must not keep the
+		// overlay off.
+		"Wants="+paths.MigrateService,
+		"After=systemd-tmpfiles-setup.service "+paths.MigrateService,
 		"Before="+paths.HelperService+" "+paths.NMService+" umount.target",
 		"Conflicts=umount.target",
 		"",
@@ -104,6 +108,24 @@ func Units(o Options) []Unit {
 		"RemainAfterExit=yes",
 		"NotifyAccess=main",
 		"ExecStart="+paths.HelperBinary+" setup",
+	)
+	migrate := lines(
+		"# Rendered by nmoverlay. Pulled in by the overlay's mount; runs only in a boot that finds",
+		"# the plan the handler writes when a node moves from kubernetes-nmstate (nmoverlay migrate).",
+		"[Unit]",
+		"Description=Move the persistent profiles kubernetes-nmstate's policies wrote out of the keyfile dir",
+		"Documentation=https://github.com/nmoverlay/nmoverlay",
+		"DefaultDependencies=no",
+		"After=local-fs.target",
+		"Before="+l.MountUnit()+" "+paths.HelperService+" "+paths.NMService+" shutdown.target",
+		"Conflicts=shutdown.target",
+		"ConditionPathExists="+paths.MigrationPlan,
+		"ConditionFileIsExecutable="+paths.HelperBinary,
+		"",
+		"[Service]",
+		"Type=oneshot",
+		"RemainAfterExit=yes",
+		"ExecStart="+paths.HelperBinary+" migrate-profiles",
 	)
 	enablePath := lines(
 		"# Rendered by nmoverlay. Pulled in by "+paths.NMService+" ("+paths.NMServiceDropIn+").",
@@ -149,6 +171,7 @@ func Units(o Options) []Unit {
 	return []Unit{
 		{Name: l.MountUnit(), Contents: mount},
 		{Name: paths.HelperService, Contents: helper},
+		{Name: paths.MigrateService, Contents: migrate},
 		{Name: paths.EnablePath, Contents: enablePath},
 		{Name: paths.EnableService, Contents: enable},
 		{Name: paths.NMService, Dropins: []Dropin{{Name: paths.NMServiceDropIn, Contents: nm}}},

@@ -89,7 +89,12 @@ func TestUnits(t *testing.T) {
 	}
 	expect(mountName, "Unit.DefaultDependencies", "no")
 	expect(mountName, "Unit.Requires", "systemd-tmpfiles-setup.service")
-	expect(mountName, "Unit.After", "systemd-tmpfiles-setup.service")
+	expect(mountName, "Unit.After", "systemd-tmpfiles-setup.service "+paths.MigrateService)
+	expect(mountName, "Unit.Wants", paths.MigrateService)
+	// The migration runs before the mount, only with a plan, and never keeps it off.
+	expect(paths.MigrateService, "Unit.Before", mountName+" "+paths.HelperService+" "+paths.NMService+" shutdown.target")
+	expect(paths.MigrateService, "Unit.ConditionPathExists", paths.MigrationPlan)
+	expect(paths.MigrateService, "Service.ExecStart", paths.HelperBinary+" migrate-profiles")
 	expect(mountName, "Unit.Before", paths.HelperService+" "+paths.NMService+" umount.target")
 	expect(mountName, "Unit.Conflicts", "umount.target")
 	expect(mountName, "Mount.What", "overlay")

@@ -174,10 +174,10 @@ func checkContents(t *testing.T, config []byte, o Options) {
 			t.Errorf("%s: enabled/mask set; units are pulled in by the NetworkManager drop-in", u.Name)
 		}
 	}
-	if len(units) != 5 {
-		t.Errorf("units %v, want 5", units)
+	if len(units) != 6 {
+		t.Errorf("units %v, want 6", units)
 	}
-	for _, name := range []string{l.MountUnit(), paths.HelperService, paths.EnablePath, paths.EnableService, paths.NMService} {
+	for _, name := range []string{l.MountUnit(), paths.HelperService, paths.EnablePath, paths.EnableService, paths.MigrateService, paths.NMService} {
 		if !units[name] {
 			t.Errorf("unit %s missing", name)
 		}

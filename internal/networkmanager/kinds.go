@@ -72,6 +72,15 @@ func register(k *kind) {
 	kinds[k.typ] = k
 }
 
+// connectionType is NetworkManager's connection.type for interfaces of type t ("" for a
+// type it has no profile for).
+func connectionType(t state.InterfaceType) string {
+	if k, ok := kinds[t]; ok {
+		return k.connType
+	}
+	return ""
+}
+
 // typeOfDevice is the nmstate type of a device of NMDeviceType nmType, "" for one not
 // modelled: of several kinds sharing the device type, the one that claims none.
 func typeOfDevice(nmType uint32) state.InterfaceType {

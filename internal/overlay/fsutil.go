@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -61,4 +62,21 @@ func KernelSafetyOptions() []string {
 		}
 	}
 	return known
+}
+
+// LowerInUse says whether an overlay mounted on this host has dir as a lower layer:
+// overlayfs does not allow changing a lower dir under a mount.
+func LowerInUse(dir string) (bool, error) {
+	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("overlay"))
+	if err != nil {
+		return false, err
+	}
+	for _, m := range mounts {
+		for _, lower := range strings.Split(overlayLayers(m.VFSOptions)["lowerdir"], ":") {
+			if filepath.Clean(lower) == filepath.Clean(dir) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -1,14 +1,13 @@
 package overlay
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/nmoverlay/nmoverlay/internal/keyfile"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
@@ -85,14 +84,14 @@ func (c NMConfig) EffectiveKeyfilePath(enableTag string) (KeyfilePath, error) {
 
 	res := KeyfilePath{Path: paths.NMDefaultKeyfile}
 	for _, f := range order {
-		kf, err := parseKeyfile(f)
+		kf, err := keyfile.Read(f)
 		if err != nil {
 			return KeyfilePath{}, err
 		}
-		if f != c.Main && !configEnabled(kf.get(".config", "enable"), enableTag) {
+		if f != c.Main && !configEnabled(kf.Get(".config", "enable"), enableTag) {
 			continue
 		}
-		if p, ok := kf.lookup("keyfile", "path"); ok {
+		if p, ok := kf.Lookup("keyfile", "path"); ok {
 			res = KeyfilePath{Path: filepath.Clean(p), Source: f}
 		}
 	}
@@ -155,52 +154,4 @@ func configEnabled(value, enableTag string) bool {
 		matched = matched || match(p)
 	}
 	return matched || positives == 0
-}
-
-// keyfile is a parsed GLib key file: section -> key -> value.
-type keyfile map[string]map[string]string
-
-func (k keyfile) lookup(section, key string) (string, bool) {
-	v, ok := k[section][key]
-	return v, ok
-}
-
-func (k keyfile) get(section, key string) string { return k[section][key] }
-
-// parseKeyfile reads the GLib key-file format NetworkManager uses for both its
-// configuration and its connection profiles. Escapes other than \s \n \t \\ are kept as is.
-func parseKeyfile(path string) (keyfile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	kf := keyfile{}
-	section := ""
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
-			section = line[1 : len(line)-1]
-			if kf[section] == nil {
-				kf[section] = map[string]string{}
-			}
-		default:
-			key, val, ok := strings.Cut(line, "=")
-			if !ok || section == "" {
-				return nil, fmt.Errorf("%s:%d: not a key=value line in a section", path, n)
-			}
-			kf[section][strings.TrimSpace(key)] = unescapeKeyfile(strings.TrimSpace(val))
-		}
-	}
-	return kf, sc.Err()
-}
-
-func unescapeKeyfile(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	return strings.NewReplacer(`\s`, " ", `\n`, "\n", `\t`, "\t", `\\`, `\`).Replace(s)
 }

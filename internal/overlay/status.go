@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nmoverlay/nmoverlay/internal/keyfile"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
@@ -99,17 +100,17 @@ func isOpaque(dir string) bool {
 }
 
 func describeProfile(c *ProfileChange, path string) {
-	kf, err := parseKeyfile(path)
+	kf, err := keyfile.Read(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			c.ID = "(unreadable: " + err.Error() + ")"
 		}
 		return
 	}
-	c.ID = kf.get("connection", "id")
-	c.UUID = kf.get("connection", "uuid")
-	c.Type = kf.get("connection", "type")
-	c.Interface = kf.get("connection", "interface-name")
+	c.ID = kf.Get("connection", "id")
+	c.UUID = kf.Get("connection", "uuid")
+	c.Type = kf.Get("connection", "type")
+	c.Interface = kf.Get("connection", "interface-name")
 	if u := kf["user"]; len(u) > 0 {
 		c.User = u
 	}

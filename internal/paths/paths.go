@@ -41,6 +41,9 @@ const (
 	// MachineConfig usually reaches a node before the handler DaemonSet installs the
 	// helper, and that boot's NetworkManager is moved onto the overlay without a reboot.
 	EnablePath = "nm-overlay-enable.path"
+	// MigrateService runs `nm-overlay migrate-profiles` before the overlay is mounted, in
+	// a boot that finds a migration plan (MigrationPlan).
+	MigrateService = "nm-overlay-migrate.service"
 	// EnableService runs `nm-overlay enable` (a no-op in a boot whose setup verified the
 	// overlay before NetworkManager started).
 	EnableService = "nm-overlay-enable.service"
@@ -113,6 +116,20 @@ func (l Layout) BootIDFile() string { return filepath.Join(l.RunDir, "boot_id") 
 
 // KernelBootIDFile is the running kernel's boot ID.
 const KernelBootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// StateDir is nmoverlay's persistent state on a host: what a migration from
+// kubernetes-nmstate keeps (internal/migration). On /var, which outlives boots and is
+// not MCO's.
+const StateDir = "/var/lib/nmoverlay"
+
+// MigrationPlan is the plan the handler writes for a migration from kubernetes-nmstate:
+// which persistent profiles the policies wrote. nm-overlay moves them at the next boot,
+// before the overlay is mounted, when the file is there.
+const MigrationPlan = StateDir + "/migration/plan.json"
+
+// MigratedDir holds, per boot whose migration moved profiles, the profiles it moved and
+// the plan it followed: the backup a rollback restores from.
+const MigratedDir = StateDir + "/migrated"
 
 // CheckpointRecord is where the handler's engine notes its open NetworkManager checkpoint
 // (networkmanager.ApplyOptions.CheckpointRecord): on tmpfs, since checkpoints do not
@@ -286,6 +303,7 @@ func (l Layout) MachineConfigFiles() []string {
 		LayoutFile,
 		filepath.Join(SystemdUnitDir, l.MountUnit()),
 		filepath.Join(SystemdUnitDir, HelperService),
+		filepath.Join(SystemdUnitDir, MigrateService),
 		filepath.Join(SystemdUnitDir, EnablePath),
 		filepath.Join(SystemdUnitDir, EnableService),
 		l.NMServiceDropInPath(),

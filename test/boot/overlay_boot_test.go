@@ -220,7 +220,7 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 				units = append(units, f)
 			}
 		}
-		Expect(units).To(HaveLen(4))
+		Expect(units).To(HaveLen(5))
 		out, err := m.Exec(ctx, "systemd-analyze", append(append([]string{"verify", "--man=no"}, units...), nmReady)...)
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
