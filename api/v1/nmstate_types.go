@@ -55,7 +55,19 @@ type NMStateSpec struct {
 	// +kubebuilder:default=info
 	// +optional
 	LogLevel string `json:"logLevel,omitempty"`
+	// MigrateFrom, set by nmoverlay migrate while a cluster moves from kubernetes-nmstate,
+	// has each handler keep, while its node is not on the overlay yet, the plan of the
+	// persistent profiles the policies in force wrote (kubernetes-nmstate's handler writes
+	// them into NetworkManager's persistent keyfile dir); nm-overlay moves them out at the
+	// node's first boot on the overlay, into a backup on the node.
+	// +kubebuilder:validation:Enum=kubernetes-nmstate
+	// +optional
+	MigrateFrom string `json:"migrateFrom,omitempty"`
 }
+
+// MigrateFromKubernetesNMState is spec.migrateFrom for a cluster that ran
+// kubernetes-nmstate.
+const MigrateFromKubernetesNMState = "kubernetes-nmstate"
 
 // Backends, as spec.backend and the handler's --backend name them.
 const (

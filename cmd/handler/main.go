@@ -48,7 +48,7 @@ import (
 // options are the handler's flags.
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
-	pprofAddr                                                              string
+	pprofAddr, migrationPlan                                               string
 	backend, hostRoot                                                      string
 	disabledProbes                                                         []string
 	probeTimeout, activationTimeout                                        time.Duration
@@ -87,6 +87,10 @@ func main() {
 		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
 	flag.DurationVar(&o.activationTimeout, "activation-timeout", networkmanager.DefaultActivationTimeout,
 		"how long an apply waits for its interfaces to activate, DHCP leases included, before it is rolled back naming those that did not")
+	flag.StringVar(&o.migrationPlan, "migration-plan", "",
+		"while the node is not on the overlay, keep at this path (the host's "+paths.MigrationPlan+") the plan of its move from "+
+			"kubernetes-nmstate: the persistent profiles the policies in force wrote, which nm-overlay moves out at the next boot "+
+			"(\"\" disables; the operator sets it while the NMState asks for a migration)")
 	flag.BoolVar(&o.reapplyDrift, "reapply-drift", false,
 		"re-apply every policy whose committed state is changed outside nmoverlay (default: only policies annotated "+
 			node.DriftAnnotation+"="+node.DriftReapply+"; the others are reported Failing)")
@@ -120,11 +124,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(o, nm, layout)
+	engine, err := newBackend(o, nm, layout)
 	if err != nil {
 		return err
 	}
-	h := newHandler(o, mgr, cfg, dialer, nm, layout, backend)
+	h := newHandler(o, mgr, cfg, dialer, nm, layout, engine)
 	// A write into the lower dir while mounted makes the node refuse policies and report
 	// it at once, not at the next policy change.
 	lowerChanged, err := overlay.WatchLower(ctx, layout)
@@ -141,6 +145,13 @@ func run(o options) error {
 	wake := make(chan event.GenericEvent, 1)
 	netChanged := make(chan struct{}, 1)
 	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, h.Backend.Show, o.reapplyDrift
+	if o.migrationPlan != "" {
+		planner, ok := engine.(backend.PersistentPlanner)
+		if !ok {
+			return fmt.Errorf("--migration-plan: the %s backend cannot tell which persistent profiles policies wrote", engine.Name())
+		}
+		h.Migration = &node.Migration{Planner: planner, Lower: layout.Lower, PlanPath: o.migrationPlan, APIServer: apiServerAddr(ctx, cfg)}
+	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -227,6 +238,23 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		},
 		Degraded: func() (string, error) { return overlay.InUse(layout) },
 	}
+}
+
+// apiServerAddr is the address the handler reaches the API server at (its host, resolved
+// when it is a name); invalid when it cannot be told.
+func apiServerAddr(ctx context.Context, cfg *rest.Config) netip.Addr {
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		return ip
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil || len(ips) == 0 {
+		return netip.Addr{}
+	}
+	return ips[0].Unmap()
 }
 
 // newBackend is the backend --backend names.

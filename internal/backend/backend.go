@@ -11,6 +11,7 @@ package backend
 import (
 	"context"
 
+	"github.com/nmoverlay/nmoverlay/internal/migration"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -68,4 +69,13 @@ type Backend interface {
 type Transaction interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
+}
+
+// PersistentPlanner is a backend that tells which of a node's persistent profiles the
+// policies in force wrote: those kubernetes-nmstate's handler left in NetworkManager's
+// persistent keyfile dir (dir), which a migration moves out (internal/migration).
+// critical are the interfaces the node needs to reach its cluster, with why: what they
+// need stays.
+type PersistentPlanner interface {
+	PersistentPlan(dir string, sources []Parsed, critical map[string]string) (migration.Plan, error)
 }

@@ -6,9 +6,28 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/migration"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
+
+// PersistentPlan is the backend's plan of the profiles in dir, NetworkManager's
+// persistent keyfile dir, for the policies in force (backend.PersistentPlanner).
+func (Backend) PersistentPlan(dir string, sources []backend.Parsed, critical map[string]string) (migration.Plan, error) {
+	profiles, err := migration.ReadProfiles(dir)
+	if err != nil {
+		return migration.Plan{}, err
+	}
+	in := make([]state.Source, len(sources))
+	for i, s := range sources {
+		st, ok := s.State.(state.State)
+		if !ok {
+			return migration.Plan{}, fmt.Errorf("policy %q: not a parsed nmstate state", s.Policy)
+		}
+		in[i] = state.Source{Policy: s.Policy, State: st}
+	}
+	return PersistentPlan(profiles, in, critical), nil
+}
 
 // Critical are the interfaces a node needs to reach the cluster, each with why: the one
 // of its default route, of its route to the API server, or holding its InternalIP.

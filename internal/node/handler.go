@@ -70,7 +70,10 @@ type Handler struct {
 	// DriftChanged, when set, is called when the drift reported changes (for the
 	// NodeNetworkState reporter).
 	DriftChanged func()
-	drift        drift
+	// Migration, when set, keeps the node's plan for its move from kubernetes-nmstate
+	// while it is not on the overlay.
+	Migration *Migration
+	drift     drift
 
 	started time.Time // for the boot re-convergence metric
 	// failures: the applies that failed, in memory (a restarted handler tries once at
@@ -360,6 +363,9 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		}
 	} else {
 		overlayDegraded.Set(1)
+		if err := h.planMigration(ctx, v); err != nil {
+			log.Error(err, "planning the node's migration from kubernetes-nmstate")
+		}
 	}
 	s := h.snapshot(v, reapply)
 	d := Decide(s)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // Labels every object the operator applies carries; its cache holds only those.
@@ -192,6 +193,9 @@ func HandlerArgs(spec nmstatev1.NMStateSpec) []string {
 		}
 		slices.Sort(names)
 		args = append(args, "--disable-probes="+strings.Join(slices.Compact(names), ","))
+	}
+	if spec.MigrateFrom != "" {
+		args = append(args, "--migration-plan="+paths.MigrationPlan)
 	}
 	return append(args, logArgs(spec)...)
 }

@@ -85,6 +85,10 @@ func TestDesired(t *testing.T) {
 		{name: "the netplan backend: the flag, the host's root and /run, chroot", spec: nmstatev1.NMStateSpec{Backend: nmstatev1.BackendNetplan},
 			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations, ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations,
 			handlerArgs: []string{"--backend=netplan", "--host-root=/host"}},
+		{name: "a migration from kubernetes-nmstate: the handlers keep their node's plan", spec: nmstatev1.NMStateSpec{
+			MigrateFrom: nmstatev1.MigrateFromKubernetesNMState},
+			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations, ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations,
+			handlerArgs: []string{"--migration-plan=/var/lib/nmoverlay/migration/plan.json"}},
 		{name: "the handler stays on Linux", spec: nmstatev1.NMStateSpec{NodeSelector: map[string]string{"kubernetes.io/os": "windows"}},
 			err: "spec.nodeSelector: kubernetes.io/os=windows: the handler runs on Linux only"},
 	} {

@@ -45,6 +45,8 @@ type overlayNode struct {
 	layout paths.Layout
 	fabric string
 	helper string // the nm-overlay binary
+	// migration, when set, is the handler's (startHandler).
+	migration *node.Migration
 
 	mu   sync.Mutex
 	boot int
@@ -182,6 +184,10 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 		BootID:   o.bootID,
 		Degraded: o.degraded,
 		Probes:   o.probes(nm, cfg, mgr.GetAPIReader(), nodeName),
+	}
+	if o.migration != nil {
+		o.migration.Planner = engine
+		h.Migration = o.migration
 	}
 	if o.OVS != nil {
 		// As cmd/handler: the bridge mappings in the same transaction, and in the
