@@ -361,3 +361,33 @@ func (d Document) Object() (*unstructured.Unstructured, error) {
 	}
 	return o, nil
 }
+
+// CRDServedVersions are the versions each of nmoverlay's CRDs serves, by CRD name.
+func CRDServedVersions() (map[string][]string, error) {
+	files, err := fs.Glob(manifests, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, f := range files {
+		b, err := manifests.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, o := range objs {
+			versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
+			for _, v := range versions {
+				m, _ := v.(map[string]any)
+				if served, _ := m["served"].(bool); served {
+					name, _ := m["name"].(string)
+					out[o.GetName()] = append(out[o.GetName()], name)
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -2,7 +2,8 @@
 // put NetworkManager's keyfile dir on the overlay (`nmoverlay machineconfigs`), and those
 // followed by nmoverlay's cluster side, the objects of deploy/ as kubectl apply -k would
 // create them (`nmoverlay render`), so that one kubectl apply -f - installs everything. It
-// also checks policy manifests offline (`nmoverlay validate`).
+// also checks policy manifests offline (`nmoverlay validate`), and whether a cluster running
+// kubernetes-nmstate can move to nmoverlay (`nmoverlay migrate`).
 package main
 
 import (
@@ -27,6 +28,7 @@ Usage:
   nmoverlay render [flags]           MachineConfigs, then the cluster side (deploy/), for kubectl apply -f -
   nmoverlay machineconfigs [flags]   MachineConfig YAML for oc apply -f -
   nmoverlay validate FILE|DIR...     check policy manifests offline, as the handler parses them
+  nmoverlay migrate [flags]          whether a kubernetes-nmstate cluster can move now, and what stays persistent
   nmoverlay help
 
 Run "nmoverlay render -h" or "nmoverlay machineconfigs -h" for the flags.
@@ -52,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return renderCommand.run(args[1:], stdout, stderr)
 	case "validate":
 		return runValidate(args[1:], stdout, stderr)
+	case "migrate":
+		return runMigrate(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

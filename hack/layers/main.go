@@ -32,7 +32,7 @@ var floors = [][]string{
 	// netplan applies its generated profiles through the engine.
 	{"internal/netplan"},
 	// The reconcilers.
-	{"internal/node", "internal/cluster", "internal/operator"},
+	{"internal/node", "internal/cluster", "internal/operator", "internal/adoption"},
 	// The binaries.
 	{"cmd/handler", "cmd/controller", "cmd/operator", "cmd/nmoverlay", "cmd/nm-overlay"},
 }

@@ -2,7 +2,6 @@ package networkmanager
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -44,7 +43,7 @@ type Critical map[string]string
 // so that the node still reaches the cluster before its handler runs.
 func PersistentPlan(profiles []migration.Profile, policies []state.Source, critical Critical) migration.Plan {
 	names := nameds(policies)
-	needed := neededToBoot(policies, critical)
+	needed := state.NeededToBoot(policies, critical)
 	// owners: for each profile a policy accounts for, the interface of the policy's that
 	// makes it (for a port, its controller). Ports are found from their controllers'
 	// profiles, so the search runs until it finds no more (an OVS system port's profile is
@@ -176,48 +175,6 @@ func typeFits(t string, kinds []state.InterfaceType) bool {
 		}
 	}
 	return false
-}
-
-// neededToBoot are critical's interfaces and, through the policies in force, what each
-// needs to carry traffic: its ports, its base (a VLAN's), and its controller (an OVS
-// internal interface's bridge), and so on from those. Not what is built on them: a
-// storage VLAN on the node's bond is not needed to boot.
-func neededToBoot(policies []state.Source, critical Critical) Critical {
-	needs := map[string][]string{}
-	for _, pol := range policies {
-		for _, it := range pol.State.Interfaces {
-			if it.State == state.Absent {
-				continue
-			}
-			for _, r := range it.References() {
-				switch r.Kind {
-				case state.RefPort:
-					needs[it.Name] = append(needs[it.Name], r.Name)
-					needs[r.Name] = append(needs[r.Name], it.Name) // a port carries its controller's traffic only through it
-				case state.RefBase:
-					needs[it.Name] = append(needs[it.Name], r.Name)
-				case state.RefController:
-					needs[it.Name] = append(needs[it.Name], r.Name)
-					needs[r.Name] = append(needs[r.Name], it.Name)
-				}
-			}
-		}
-	}
-	out := Critical{}
-	var visit func(name, why string)
-	visit = func(name, why string) {
-		if _, ok := out[name]; ok {
-			return
-		}
-		out[name] = why
-		for _, n := range needs[name] {
-			visit(n, why)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(critical)) {
-		visit(name, critical[name])
-	}
-	return out
 }
 
 func kindNames(kinds []state.InterfaceType) []string {

@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 )
 
 // CriticalInterfaces are the interfaces of current (a node's state, as shown) the node
@@ -52,6 +54,48 @@ func CriticalInterfaces(current State, apiServer netip.Addr, internalIPs []netip
 				}
 			}
 		}
+	}
+	return out
+}
+
+// NeededToBoot are critical's interfaces and, through the policies in force, what each
+// needs to carry traffic: its ports, its base (a VLAN's), and its controller (an OVS
+// internal interface's bridge), and so on from those. Not what is built on them: a
+// storage VLAN on the node's bond is not needed to boot.
+func NeededToBoot(policies []Source, critical map[string]string) map[string]string {
+	needs := map[string][]string{}
+	for _, pol := range policies {
+		for _, it := range pol.State.Interfaces {
+			if it.State == Absent {
+				continue
+			}
+			for _, r := range it.References() {
+				switch r.Kind {
+				case RefPort:
+					needs[it.Name] = append(needs[it.Name], r.Name)
+					needs[r.Name] = append(needs[r.Name], it.Name) // a port carries its controller's traffic only through it
+				case RefBase:
+					needs[it.Name] = append(needs[it.Name], r.Name)
+				case RefController:
+					needs[it.Name] = append(needs[it.Name], r.Name)
+					needs[r.Name] = append(needs[r.Name], it.Name)
+				}
+			}
+		}
+	}
+	out := map[string]string{}
+	var visit func(name, why string)
+	visit = func(name, why string) {
+		if _, ok := out[name]; ok {
+			return
+		}
+		out[name] = why
+		for _, n := range needs[name] {
+			visit(n, why)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(critical)) {
+		visit(name, critical[name])
 	}
 	return out
 }

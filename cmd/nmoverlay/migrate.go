@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nmoverlay/nmoverlay/api"
+	"github.com/nmoverlay/nmoverlay/deploy"
+	"github.com/nmoverlay/nmoverlay/internal/adoption"
+)
+
+const migrateAbout = `Reads, with the administrator's kubeconfig, what a cluster runs of kubernetes-nmstate and
+whether it can move to nmoverlay now, and changes nothing: kubernetes-nmstate's workloads
+(operator, handler, webhook, their images; OLM's CSVs), the nmstate.io CRDs and the
+versions their objects are stored at, the policies with their enactment's state per node,
+and, per node, the interfaces it needs to reach its cluster (its default route's, its API
+server route's, its InternalIP's, from its NodeNetworkState) with the policies' interfaces
+among them, whose profiles stay persistent at the move. The move waits for every enactment
+Available, every node Ready, and stored versions nmoverlay serves. The steps themselves are
+not automated yet: docs/migration.md has them by hand. Exit status: 0 when the move can
+start, 1 when something keeps it from starting (said why) or the cluster cannot be read,
+2 on bad usage.`
+
+// runMigrate is `nmoverlay migrate [--kubeconfig FILE] [-o text|yaml|json]`.
+func runMigrate(args []string, stdout, stderr io.Writer) int {
+	const name = "nmoverlay migrate"
+	fset := flag.NewFlagSet(name, flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	kubeconfig := fset.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	output := fset.String("o", "text", "output: text, yaml or json")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: %s [--kubeconfig FILE] [-o text|yaml|json]\n\n%s\n", name, migrateAbout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", name, err, name)
+		return exitUsage
+	}
+	if !slices.Contains([]string{"text", "yaml", "json"}, *output) || fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: -o is text, yaml or json, and there are no arguments (see %s -h)\n", name, name)
+		return exitUsage
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	scheme, err := api.NewScheme()
+	if err == nil {
+		err = apiextensionsv1.AddToScheme(scheme)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inv, err := adoption.Read(ctx, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	served, err := deploy.CRDServedVersions()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	a := adoption.Assess(inv, apiServer(cfg.Host), served)
+	switch *output {
+	case "json":
+		b, _ := json.MarshalIndent(a, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	case "yaml":
+		b, _ := yaml.Marshal(a)
+		fmt.Fprint(stdout, string(b))
+	default:
+		printAssessment(stdout, a)
+	}
+	if len(a.Blocking) > 0 {
+		return exitError
+	}
+	return exitOK
+}
+
+// apiServer is the API server's address when the kubeconfig names it by address.
+func apiServer(host string) netip.Addr {
+	u, err := url.Parse(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	ip, _ := netip.ParseAddr(u.Hostname())
+	return ip
+}
+
+func printAssessment(w io.Writer, a adoption.Assessment) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "kubernetes-nmstate:")
+	for _, c := range a.Components {
+		fmt.Fprintf(tw, "  %s %s/%s\t%d/%d ready\t%s\n", c.Kind, c.Namespace, c.Name, c.Ready, c.Desired, strings.Join(c.Images, ", "))
+	}
+	for _, c := range a.CSVs {
+		fmt.Fprintf(tw, "  ClusterServiceVersion %s/%s\t%s\t%s\n", c.Namespace, c.Name, c.Version, c.Phase)
+	}
+	if len(a.Components) == 0 && len(a.CSVs) == 0 {
+		fmt.Fprintln(tw, "  none found")
+	}
+	fmt.Fprintf(tw, "  NMState: %s\n", strings.Join(a.NMStates, ", "))
+	fmt.Fprintln(tw, "CRDs:")
+	for _, d := range a.CRDs {
+		fmt.Fprintf(tw, "  %s\tserved %s, storage %s, stored %s\n", d.Name, strings.Join(d.Served, ","), d.Storage, strings.Join(d.Stored, ","))
+	}
+	fmt.Fprintln(tw, "Policies:")
+	for _, p := range a.Policies {
+		var nodes []string
+		for _, n := range slices.Sorted(maps.Keys(p.Nodes)) {
+			nodes = append(nodes, n+": "+p.Nodes[n])
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", p.Name, strings.Join(nodes, "; "))
+	}
+	fmt.Fprintln(tw, "Nodes:")
+	for _, n := range a.Nodes {
+		readiness := "Ready"
+		if !n.Ready {
+			readiness = "NotReady"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", n.Name, readiness)
+		for _, i := range slices.Sorted(maps.Keys(n.Critical)) {
+			fmt.Fprintf(tw, "    needs %s\t%s\n", i, n.Critical[i])
+		}
+		for _, t := range n.Persistent {
+			fmt.Fprintf(tw, "    stays persistent: %s of policy %s\t%s\n", t.Interface, t.Policy, t.Why)
+		}
+	}
+	tw.Flush()
+	if len(a.Blocking) == 0 {
+		fmt.Fprintln(w, "The move can start (docs/migration.md has the steps).")
+		return
+	}
+	fmt.Fprintln(w, "The move cannot start:")
+	for _, b := range a.Blocking {
+		fmt.Fprintln(w, "  - "+b)
+	}
+}
