@@ -118,6 +118,44 @@ type OverlayStatus struct {
 	Degraded string `json:"degraded,omitempty"`
 	// +optional
 	Ephemeral []EphemeralProfile `json:"ephemeral,omitempty"`
+	// Migration is the node's move from kubernetes-nmstate, while the NMState asks for one
+	// (spec.migrateFrom).
+	// +optional
+	Migration *MigrationStatus `json:"migration,omitempty"`
+}
+
+// MigrationStatus is a node's move from kubernetes-nmstate: which persistent profiles its
+// policies wrote, moved out of the persistent keyfile dir at its first boot on the
+// overlay, and which stay.
+type MigrationStatus struct {
+	// Move are the persistent profiles the policies in force wrote, to move at the node's
+	// next boot on the overlay (the handler's plan).
+	// +optional
+	Move []PersistentProfile `json:"move,omitempty"`
+	// Stay are the persistent profiles that stay, each with why.
+	// +optional
+	Stay []PersistentProfile `json:"stay,omitempty"`
+	// Moved are the profiles the last move took out, each with what became of it, and
+	// Backup the node's dir that keeps them (nm-overlay restore-profiles).
+	// +optional
+	Moved []PersistentProfile `json:"moved,omitempty"`
+	// +optional
+	Backup string `json:"backup,omitempty"`
+}
+
+// PersistentProfile is one profile of the node's persistent keyfile dir.
+type PersistentProfile struct {
+	File string `json:"file"`
+	// +optional
+	Interface string `json:"interface,omitempty"`
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Policies are the policies in force that wrote it.
+	// +optional
+	Policies []string `json:"policies,omitempty"`
+	// Detail is why it stays, or what became of it.
+	// +optional
+	Detail string `json:"detail,omitempty"`
 }
 
 // NodeNetworkStateStatus is a node's current network state.

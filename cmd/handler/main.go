@@ -179,7 +179,7 @@ func run(o options) error {
 			return caps.Names(), err
 		},
 		EngineVersion: version.Engine(h.Backend.Name()), Cache: mgr.GetCache(),
-		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout) },
+		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout, o.migrationPlan) },
 		Drift:   h.Drifted,
 	}); err != nil {
 		return err
@@ -391,8 +391,14 @@ func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr,
 
 // overlayStatus is what NodeNetworkState says of the node's keyfile overlay: why it is
 // degraded, and every profile that lives only in the tmpfs layer, owned by a policy or not.
-func overlayStatus(layout paths.Layout) (*v1beta1.OverlayStatus, error) {
+func overlayStatus(layout paths.Layout, migrationPlan string) (*v1beta1.OverlayStatus, error) {
 	st := &v1beta1.OverlayStatus{}
+	if migrationPlan != "" {
+		var err error
+		if st.Migration, err = node.MigrationStatus(migrationPlan, paths.MigratedDir); err != nil {
+			return nil, err
+		}
+	}
 	why, err := overlay.InUse(layout)
 	if err != nil {
 		return nil, err

@@ -153,6 +153,17 @@ func printAssessment(w io.Writer, a adoption.Assessment) {
 		for _, t := range n.Persistent {
 			fmt.Fprintf(tw, "    stays persistent: %s of policy %s\t%s\n", t.Interface, t.Policy, t.Why)
 		}
+		if m := n.Migration; m != nil {
+			for _, p := range m.Move {
+				fmt.Fprintf(tw, "    moves at its next boot on the overlay: %s\t%s (policies %s)\n", p.File, p.Interface, strings.Join(p.Policies, ", "))
+			}
+			for _, p := range m.Stay {
+				fmt.Fprintf(tw, "    stays: %s\t%s\n", p.File, p.Detail)
+			}
+			for _, p := range m.Moved {
+				fmt.Fprintf(tw, "    moved: %s\t%s (backup %s)\n", p.File, p.Detail, m.Backup)
+			}
+		}
 	}
 	tw.Flush()
 	if len(a.Blocking) == 0 {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -47,6 +48,9 @@ type NodeReport struct {
 	// Persistent are the policies' interfaces the node needs to boot: their profiles stay
 	// in the persistent dir at the move (the node would boot without them otherwise).
 	Persistent []Touch `json:"persistent,omitempty"`
+	// Migration is the node's own plan and move, as its nmoverlay handler reports them
+	// once it runs with spec.migrateFrom.
+	Migration *v1beta1.MigrationStatus `json:"migration,omitempty"`
 }
 
 // Touch is a policy's interface the node needs to boot.
@@ -108,17 +112,21 @@ func Assess(inv *Inventory, apiServer netip.Addr, served map[string][]string) As
 	slices.SortFunc(a.Policies, func(x, y PolicyReport) int { return strings.Compare(x.Name, y.Name) })
 
 	states := map[string]state.State{}
+	plans := map[string]*v1beta1.MigrationStatus{}
 	for _, nns := range inv.States {
 		var s state.State
 		if json.Unmarshal(nns.Status.CurrentState.Raw, &s) == nil {
 			states[nns.Name] = s
+		}
+		if nns.Status.Overlay != nil {
+			plans[nns.Name] = nns.Status.Overlay.Migration
 		}
 	}
 	for _, n := range inv.Nodes {
 		if _, selected := desired[n.Name]; !selected && !hasEnactment(byPolicy, n.Name) {
 			continue
 		}
-		r := NodeReport{Name: n.Name, Ready: ready(n)}
+		r := NodeReport{Name: n.Name, Ready: ready(n), Migration: plans[n.Name]}
 		if !r.Ready {
 			block("node %s is not Ready: the move waits for it", n.Name)
 		}

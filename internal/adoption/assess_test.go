@@ -153,6 +153,12 @@ func TestAssessPersistent(t *testing.T) {
 	if got := a.Policies; len(got) != 2 || got[1].Name != "storage" || got[1].Nodes["worker-1"] != "Available" {
 		t.Errorf("policies %+v", got)
 	}
+	// Its handler's plan, once nmoverlay runs with spec.migrateFrom, is shown as it reports it.
+	inv.States[0].Status.Overlay = &v1beta1.OverlayStatus{Migration: &v1beta1.MigrationStatus{
+		Move: []v1beta1.PersistentProfile{{File: "bond0.200.nmconnection", Interface: "bond0.200", Policies: []string{"storage"}}}}}
+	if m := Assess(inv, netip.Addr{}, served).Nodes[0].Migration; m == nil || m.Move[0].File != "bond0.200.nmconnection" {
+		t.Errorf("worker-0's plan %+v", m)
+	}
 	// The InternalIP of worker-1 is on no interface of its state: only the default route.
 	if len(a.Nodes[1].Critical) != 1 {
 		t.Errorf("worker-1 critical %v", a.Nodes[1].Critical)

@@ -174,17 +174,26 @@ func moveOne(src, dst, sum string) (Outcome, error) {
 	return Moved, syncDir(filepath.Dir(src))
 }
 
+// ReadResult reads the result a move recorded in its backup.
+func ReadResult(backup string) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(backup, backupResult))
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", backup, err)
+	}
+	return &r, nil
+}
+
 // Restore puts the profiles a move put in backup back into the persistent dir, byte for
 // byte and with their modes, refusing while the overlay is mounted on it. A profile whose
 // name is taken there by another file is left, and said so. The backup is kept.
 func Restore(backup string, mounted func(dir string) (bool, error)) (*Result, error) {
-	b, err := os.ReadFile(filepath.Join(backup, backupResult))
+	moved, err := ReadResult(backup)
 	if err != nil {
 		return nil, fmt.Errorf("no completed move in %s: %w", backup, err)
-	}
-	var moved Result
-	if err := json.Unmarshal(b, &moved); err != nil {
-		return nil, fmt.Errorf("%s: %w", backup, err)
 	}
 	lower := moved.Plan.Lower
 	if on, err := mounted(lower); err != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/migration"
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -99,4 +100,54 @@ func samePlan(a, b migration.Plan) bool {
 		return x.Profile == y.Profile && x.Why == y.Why && slices.Equal(x.Policies, y.Policies)
 	}
 	return slices.EqualFunc(a.Move, b.Move, eq) && slices.EqualFunc(a.Stay, b.Stay, eq)
+}
+
+// MigrationStatus is what the NodeNetworkState says of the node's move from
+// kubernetes-nmstate: the plan at planPath (what the next boot on the overlay moves, what
+// stays), and the latest move recorded under migratedDir (what it moved, and where the
+// backup is).
+func MigrationStatus(planPath, migratedDir string) (*v1beta1.MigrationStatus, error) {
+	st := &v1beta1.MigrationStatus{}
+	plan, err := migration.ReadPlan(planPath)
+	if err != nil {
+		return nil, err
+	}
+	if plan != nil {
+		st.Move, st.Stay = persistentProfiles(plan.Move), persistentProfiles(plan.Stay)
+	}
+	backups, err := migration.Backups(migratedDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(backups) > 0 {
+		last := backups[len(backups)-1]
+		r, err := migration.ReadResult(last)
+		if err != nil {
+			return nil, err
+		}
+		st.Backup = last
+		for _, e := range r.Plan.Move {
+			if o, ok := r.Outcomes[e.File]; ok {
+				p := persistentProfile(e)
+				p.Detail = string(o)
+				st.Moved = append(st.Moved, p)
+			}
+		}
+	}
+	if st.Move == nil && st.Stay == nil && st.Moved == nil {
+		return nil, nil
+	}
+	return st, nil
+}
+
+func persistentProfiles(entries []migration.Entry) []v1beta1.PersistentProfile {
+	var out []v1beta1.PersistentProfile
+	for _, e := range entries {
+		out = append(out, persistentProfile(e))
+	}
+	return out
+}
+
+func persistentProfile(e migration.Entry) v1beta1.PersistentProfile {
+	return v1beta1.PersistentProfile{File: e.File, Interface: e.Interface, Type: e.Type, Policies: e.Policies, Detail: e.Why}
 }

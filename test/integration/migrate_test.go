@@ -148,9 +148,19 @@ var _ = Describe("nmoverlay migrate on a cluster running kubernetes-nmstate", Or
 		Expect(a.Nodes[0].Persistent).To(ConsistOf(
 			HaveField("Interface", "br-ex"), HaveField("Interface", "bond0")), "the storage VLAN moves; br-ex and its bond stay")
 
+		// Once nmoverlay's handler runs with spec.migrateFrom, the node's own plan.
+		nns := &v1beta1.NodeNetworkState{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "worker-1"}, nns)).To(Succeed())
+		nns.Status.Overlay = &v1beta1.OverlayStatus{Degraded: "not set up in this boot", Migration: &v1beta1.MigrationStatus{
+			Move: []v1beta1.PersistentProfile{{File: "bond0.200.nmconnection", Interface: "bond0.200", Type: "vlan", Policies: []string{"storage"}}},
+			Stay: []v1beta1.PersistentProfile{{File: "bond0.nmconnection", Interface: "bond0", Type: "bond",
+				Detail: "br-ex carries the node's default route: the node needs it to boot, so it stays persistent (policies br-ex)"}}}}
+		Expect(c.Status().Update(ctx, nns)).To(Succeed())
 		text, code := migrate()
 		Expect(code).To(Equal(0))
 		Expect(text).To(ContainSubstring("stays persistent: bond0 of policy br-ex"))
+		Expect(text).To(ContainSubstring("moves at its next boot on the overlay: bond0.200.nmconnection"))
+		Expect(text).To(ContainSubstring("stays: bond0.nmconnection"))
 		Expect(text).To(ContainSubstring("The move can start"))
 	})
 
