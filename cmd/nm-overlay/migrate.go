@@ -28,7 +28,7 @@ func migrateProfiles(out printer, stderr io.Writer) int {
 	backup := filepath.Join(paths.MigratedDir, strings.TrimSpace(string(boot)))
 	r, err := migration.Move(paths.MigrationPlan, backup, overlay.LowerInUse)
 	if r != nil {
-		logResult("moved", backup, r)
+		logResult("moved", migration.Moved, backup, r)
 		out.result(r)
 	}
 	if err != nil {
@@ -56,7 +56,7 @@ func restoreProfiles(from string, out printer, stderr io.Writer) int {
 	}
 	r, err := migration.Restore(from, overlay.LowerInUse)
 	if r != nil {
-		logResult("restored", from, r)
+		logResult("restored", migration.Restored, from, r)
 		out.result(r)
 	}
 	if err != nil {
@@ -70,15 +70,17 @@ func restoreProfiles(from string, out printer, stderr io.Writer) int {
 	return exitOK
 }
 
-func logResult(verb, backup string, r *migration.Result) {
+// logResult tells the journal what a move or a restore did: a warning when a profile did
+// not reach want.
+func logResult(verb string, want migration.Outcome, backup string, r *migration.Result) {
 	n := 0
 	for _, o := range r.Outcomes {
-		if o == migration.Moved || o == migration.Restored {
+		if o == want {
 			n++
 		}
 	}
 	prio := journal.PriNotice
-	if !r.Done(migration.Moved) && !r.Done(migration.Restored) {
+	if !r.Done(want) {
 		prio = journal.PriWarning
 	}
 	log(prio, fmt.Sprintf("migration: %s %d of %d profiles (%s, backup %s)", verb, n, len(r.Outcomes), r.Plan.Lower, backup),

@@ -28,10 +28,6 @@ func (Backend) PersistentPlan(dir string, sources []backend.Parsed, critical map
 	return PersistentPlan(profiles, in, critical), nil
 }
 
-// Critical are the interfaces a node needs to reach the cluster, each with why: the one
-// of its default route, of its route to the API server, or holding its InternalIP.
-type Critical map[string]string
-
 // PersistentPlan decides, for the profiles in a node's persistent keyfile dir, which the
 // policies in force (their desired states, captures resolved) wrote, as nmstate writes
 // them through NetworkManager: a profile for an interface a policy names
@@ -40,9 +36,10 @@ type Critical map[string]string
 // policy's interface or such an OVS port. Those move; the rest stay, each with why. A
 // profile the node needs to boot stays too, whatever wrote it: critical's interfaces
 // and, through the policies, what they need (their ports, their base, their controller),
-// so that the node still reaches the cluster before its handler runs.
-func PersistentPlan(profiles []migration.Profile, policies []state.Source, critical Critical) migration.Plan {
-	names := nameds(policies)
+// so that the node still reaches the cluster before its handler runs (critical: interface
+// -> why, as state.CriticalInterfaces says).
+func PersistentPlan(profiles []migration.Profile, policies []state.Source, critical map[string]string) migration.Plan {
+	names := policyInterfaces(policies)
 	needed := state.NeededToBoot(policies, critical)
 	// owners: for each profile a policy accounts for, the interface of the policy's that
 	// makes it (for a port, its controller). Ports are found from their controllers'
@@ -103,7 +100,7 @@ func controllerOwner(p migration.Profile, profiles []migration.Profile, owners m
 		if !ok || (c.UUID != p.Controller && c.Interface != p.Controller) {
 			continue
 		}
-		if c.Type == "ovs-port" && p.PortType == "ovs-port" {
+		if ovsPort := connectionType(state.OVSPort); c.Type == ovsPort && p.PortType == ovsPort {
 			return owner, true
 		}
 		if c.Interface == owner && slices.Contains(names[owner].ports, p.Interface) {
@@ -124,9 +121,9 @@ type named struct {
 	ports []string
 }
 
-// nameds are the interfaces the policies in force name, but those they remove: for each,
+// policyInterfaces are the interfaces the policies in force name, but those they remove: for each,
 // its kinds (an OVS bridge and its internal interface share a name) and the policies.
-func nameds(policies []state.Source) map[string]*named {
+func policyInterfaces(policies []state.Source) map[string]*named {
 	out := map[string]*named{}
 	for _, pol := range policies {
 		for _, it := range pol.State.Interfaces {

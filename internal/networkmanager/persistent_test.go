@@ -67,7 +67,7 @@ func TestPersistentPlan(t *testing.T) {
 		keyfileProfile("eth6-vlan.nmconnection", "vlan", "eth6", "", ""),
 		{File: "team.nmconnection", Type: "802-3-ethernet"},
 	}
-	critical := Critical{"br-ex": "br-ex carries the node's default route"}
+	critical := map[string]string{"br-ex": "br-ex carries the node's default route"}
 	plan := PersistentPlan(profiles, []state.Source{bond, vlan, ovs, brex, gone, nic}, critical)
 
 	moved := map[string][]string{}
@@ -128,13 +128,13 @@ func TestPersistentPlanNeededToBoot(t *testing.T) {
 		keyfileProfile("bond0.200.nmconnection", "vlan", "bond0.200", "", ""),
 	}
 	for _, tc := range []struct {
-		critical Critical
+		critical map[string]string
 		move     []string
 	}{
-		{Critical{"bond0.100": "bond0.100 holds the node's InternalIP 192.0.2.10"}, []string{"bond0.200.nmconnection"}},
-		{Critical{"bond0.200": "bond0.200 carries the route to the API server"}, []string{"bond0.100.nmconnection"}},
+		{map[string]string{"bond0.100": "bond0.100 holds the node's InternalIP 192.0.2.10"}, []string{"bond0.200.nmconnection"}},
+		{map[string]string{"bond0.200": "bond0.200 carries the route to the API server"}, []string{"bond0.100.nmconnection"}},
 		{nil, []string{"bond0.nmconnection", "eth1.nmconnection", "eth2.nmconnection", "bond0.100.nmconnection", "bond0.200.nmconnection"}},
-		{Critical{"eth9": "eth9 carries the node's default route"},
+		{map[string]string{"eth9": "eth9 carries the node's default route"},
 			[]string{"bond0.nmconnection", "eth1.nmconnection", "eth2.nmconnection", "bond0.100.nmconnection", "bond0.200.nmconnection"}},
 	} {
 		plan := PersistentPlan(profiles, []state.Source{bond, api, storage}, tc.critical)

@@ -106,7 +106,7 @@ var _ = Describe("a node moved from kubernetes-nmstate", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 			sources = append(sources, state.Source{Policy: name, State: s})
 		}
-		plan := networkmanager.PersistentPlan(profiles, sources, networkmanager.Critical{"veth0": "veth0 holds the node's InternalIP"})
+		plan := networkmanager.PersistentPlan(profiles, sources, map[string]string{"veth0": "veth0 holds the node's InternalIP"})
 		Expect(plan.Move).To(HaveLen(3))
 		Expect(plan.Stay).To(ConsistOf(HaveField("Profile.File", "persist0.nmconnection")))
 		Expect(migration.WritePlan(filepath.Join(m.Root, paths.MigrationPlan), migration.PlanFile{Lower: layout.Lower, Made: time.Now(), Plan: plan})).To(Succeed())
