@@ -15,6 +15,11 @@ import (
 
 // Messages kubernetes-nmstate writes, which scripts and consoles may match.
 const (
+	// MessageRefusedDegraded begins a Failing enactment's message when its node refused the
+	// policy because its keyfile overlay is not in use (the change would be persistent):
+	// the node could not try, so the generation has not failed there and its rollout goes
+	// on elsewhere.
+	MessageRefusedDegraded = "refused: the node's keyfile overlay is degraded, so changes would become persistent: "
 	// MessagePending is a Pending enactment's: the node waits for a rollout slot.
 	MessagePending = "Waiting for progressing nodes to finish"
 	// MessageApplying is a Progressing enactment's: the node holds a slot and applies.

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -58,6 +60,11 @@ type slotDecision struct {
 	// FailedOn: the selected nodes whose enactment reports the generation Failing. While
 	// any does, no slot is granted for it.
 	FailedOn []string
+	// Refused: the selected nodes that refused the generation because their keyfile
+	// overlay is not in use (a node still booting onto it, or moving from
+	// kubernetes-nmstate). Neither a failure nor a candidate: no slot, no write; each takes
+	// its turn once its handler withdraws the refusal.
+	Refused []string
 	// Requeued: nodes that lost a grant of the generation (their enactment deleted):
 	// granted again only after every node that has not had one.
 	Requeued []string
@@ -81,8 +88,8 @@ type slotDecision struct {
 func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.Node,
 	enactments []v1beta1.NodeNetworkConfigurationEnactment, requeued map[string]int64, timeout time.Duration, now time.Time) slotDecision {
 	type nodeSlot struct {
-		done, failed, granted, requeued bool
-		grantedAt                       time.Time // the latest grant of the generation
+		done, failed, granted, requeued, refused bool
+		grantedAt                                time.Time // the latest grant of the generation
 	}
 	byNode := map[string]*nodeSlot{}
 	for _, e := range enactments {
@@ -96,8 +103,14 @@ func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev
 			if shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") {
 				s.done = true
 			}
-			if shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, "") {
-				s.done, s.failed = true, true
+			if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue {
+				// A node whose overlay is not in use could not try: no failure of the
+				// generation, and its handler's report is left as it is.
+				if strings.HasPrefix(c.Message, shared.MessageRefusedDegraded) {
+					s.refused = true
+				} else {
+					s.done, s.failed = true, true
+				}
 			}
 		}
 		if gen, at, ok := shared.RolloutSlot(e.Annotations); ok && gen == policy.Generation {
@@ -128,6 +141,8 @@ func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev
 			p.Requeued = append(p.Requeued, n.Name)
 		}
 		switch {
+		case s.refused:
+			p.Refused = append(p.Refused, n.Name)
 		case s.failed:
 			p.FailedOn = append(p.FailedOn, n.Name)
 		case s.done:
@@ -147,7 +162,7 @@ func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev
 			fresh = append(fresh, n.Name)
 		}
 	}
-	for _, l := range [][]string{p.Holding, p.FailedOn, p.Requeued, fresh, again, notReady} {
+	for _, l := range [][]string{p.Holding, p.FailedOn, p.Refused, p.Requeued, fresh, again, notReady} {
 		slices.Sort(l)
 	}
 	p.Max = maxUnavailable(policy.Spec.MaxUnavailable, p.Matching)

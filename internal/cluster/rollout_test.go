@@ -59,6 +59,12 @@ func TestDecideSlots(t *testing.T) {
 		shared.SetEnactment(&e.Status.Conditions, cond, "m")
 		return e
 	}
+	// refusedDegraded: the node's handler refused the generation, its overlay not in use.
+	refusedDegraded := func(e v1beta1.NodeNetworkConfigurationEnactment) v1beta1.NodeNetworkConfigurationEnactment {
+		e.Status.PolicyGeneration = gen
+		shared.SetEnactment(&e.Status.Conditions, shared.EnactmentFailing, shared.MessageRefusedDegraded+"not set up in this boot")
+		return e
+	}
 	requeuedAt := func(e v1beta1.NodeNetworkConfigurationEnactment, generation int64) v1beta1.NodeNetworkConfigurationEnactment {
 		metav1.SetMetaDataAnnotation(&e.ObjectMeta, shared.RolloutRequeuedAnnotation, fmt.Sprint(generation))
 		return e
@@ -88,6 +94,7 @@ func TestDecideSlots(t *testing.T) {
 		pending    []string
 		abort      []string
 		failedOn   []string
+		refused    []string
 		requeue    []string
 		recheck    time.Duration
 	}{
@@ -123,6 +130,12 @@ func TestDecideSlots(t *testing.T) {
 		{name: "a node Aborted before stays aborted while the failure lasts", policy: one,
 			enactments: es(reported(grant("node-a", ago(time.Minute)), gen, shared.EnactmentFailing), reported(enactment("node-b"), gen, shared.EnactmentAborted)),
 			max:        1, failedOn: list("node-a"), abort: bcde},
+		{name: "a node that refused while its overlay is not in use failed nothing: the others go on, it waits unwritten", policy: one,
+			enactments: es(refusedDegraded(enactment("node-a"))),
+			max:        1, grant: list("node-b"), pending: list("node-c", "node-d", "node-e"), refused: list("node-a")},
+		{name: "a refusal while degraded beside a failure: the failure aborts the others, the refusal is left", policy: one,
+			enactments: es(refusedDegraded(enactment("node-a")), reported(grant("node-b", ago(time.Minute)), gen, shared.EnactmentFailing)),
+			max:        1, failedOn: list("node-b"), abort: list("node-c", "node-d", "node-e"), refused: list("node-a")},
 		{name: "once the failed node recovers (a retry succeeded), the aborted nodes go on", policy: one,
 			enactments: es(reported(grant("node-a", ago(time.Minute)), gen, shared.EnactmentAvailable), reported(enactment("node-b"), gen, shared.EnactmentAborted)),
 			max:        1, grant: list("node-b"), pending: list("node-c", "node-d", "node-e")},
@@ -212,7 +225,7 @@ func TestDecideSlots(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := decideSlots(tc.policy, nodes, tc.enactments, tc.requeued, timeout, now)
 			want := slotDecision{Max: tc.max, Holding: tc.holding, Grant: tc.grant, Pending: tc.pending, Abort: tc.abort,
-				FailedOn: tc.failedOn, Requeued: tc.requeue, Recheck: tc.recheck}
+				FailedOn: tc.failedOn, Refused: tc.refused, Requeued: tc.requeue, Recheck: tc.recheck}
 			if got := fmt.Sprintf("%+v", p); got != fmt.Sprintf("%+v", withMatching(want, p.Matching)) {
 				t.Errorf("decideSlots =\n  %s\nwant\n  %+v", got, withMatching(want, p.Matching))
 			}

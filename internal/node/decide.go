@@ -126,9 +126,6 @@ const (
 	atOnce = time.Millisecond
 )
 
-// refusedPrefix begins the message of every policy refused while the overlay is degraded.
-const refusedPrefix = "refused: the node's keyfile overlay is degraded, so changes would become persistent: "
-
 // Decide decides a pass from its snapshot: refuse while the overlay is degraded; nothing
 // when every enactment is up to date; else hold the new generations that wait for a
 // rollout slot or a backoff, and compose the state to apply.
@@ -136,7 +133,7 @@ func Decide(s Snapshot) Decision {
 	d := Decision{Updates: map[string]Update{}}
 	if s.Degraded != "" {
 		for _, p := range s.Selected {
-			d.fail(s, p.Name, refusedPrefix+s.Degraded)
+			d.fail(s, p.Name, shared.MessageRefusedDegraded+s.Degraded)
 		}
 		d.Requeue = degradedRetry // the marker's removal wakes the handler; this is the fallback
 		return d
@@ -161,7 +158,7 @@ func Decide(s Snapshot) Decision {
 			held[name] = true
 			d.Waiting = append(d.Waiting, name)
 			if e := s.Enactments[name]; e != nil && e.Status.PolicyGeneration == s.generation(name) &&
-				IsTrue(e, shared.EnactmentFailing, "") && strings.HasPrefix(meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing).Message, refusedPrefix) {
+				IsTrue(e, shared.EnactmentFailing, "") && strings.HasPrefix(meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing).Message, shared.MessageRefusedDegraded) {
 				// Its refusal while the overlay was degraded is withdrawn: it stopped the
 				// rollout, which would otherwise never grant the node the slot it waits for.
 				d.set(name, Update{Condition: shared.EnactmentPending, Message: shared.MessagePending, Generation: s.generation(name)})

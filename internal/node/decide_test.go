@@ -184,7 +184,7 @@ func TestDecide(t *testing.T) {
 			s:    snap([]Policy{a1}, unGranted(enactment("a", 1, shared.EnactmentFailing, "marked by hand", "", nil))),
 			want: want{waiting: []string{"a"}, settle: true}},
 		{name: "a refusal while the overlay was degraded is withdrawn once it is back: Pending, so the rollout can go on",
-			s:    snap([]Policy{a1}, unGranted(enactment("a", 1, shared.EnactmentFailing, refusedPrefix+"upper dir not tmpfs", "", nil))),
+			s:    snap([]Policy{a1}, unGranted(enactment("a", 1, shared.EnactmentFailing, shared.MessageRefusedDegraded+"upper dir not tmpfs", "", nil))),
 			want: want{waiting: []string{"a"}, settle: true, updates: map[string]string{"a": "Pending: " + shared.MessagePending}}},
 		{name: "a generation aborted elsewhere waits; the generation applied before stays in effect",
 			s: func() Snapshot {
@@ -249,7 +249,7 @@ func TestDecide(t *testing.T) {
 			want: want{updates: map[string]string{"a": "Failing: " + driftPrefix + "d-a: down (annotate"}, apply: []string{"d-a"}, settle: true}},
 		{name: "refused while the overlay is degraded",
 			s:    func() Snapshot { s := snap([]Policy{a1, b1}); s.Degraded = "upper dir not tmpfs"; return s }(),
-			want: want{updates: map[string]string{"a": "Failing: " + refusedPrefix + "upper dir", "b": "Failing: " + refusedPrefix + "upper dir"}, requeue: degradedRetry}},
+			want: want{updates: map[string]string{"a": "Failing: " + shared.MessageRefusedDegraded + "upper dir", "b": "Failing: " + shared.MessageRefusedDegraded + "upper dir"}, requeue: degradedRetry}},
 		{name: "a probe failure holds the generation for its backoff whatever else changes, the last applied state stays",
 			s: func() Snapshot {
 				s := snap([]Policy{a2, b1}, enactment("a", 2, shared.EnactmentFailing, "probe gateway failed", boot, dummyState("d-a")),
