@@ -1,10 +1,12 @@
 package shared
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +23,35 @@ func SelectsNode(nodeSelector, nodeLabels map[string]string) bool {
 func IsTrue(conds []metav1.Condition, condType, reason string) bool {
 	c := meta.FindStatusCondition(conds, condType)
 	return c != nil && c.Status == metav1.ConditionTrue && (reason == "" || c.Reason == reason)
+}
+
+// RefusedWhileDegraded reports whether an enactment's conditions say its node refused the
+// policy because its keyfile overlay is not in use (MessageRefusedDegraded): a node that
+// could not try.
+func RefusedWhileDegraded(conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, EnactmentFailing)
+	return c != nil && c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, MessageRefusedDegraded)
+}
+
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// InternalIPs are the node's InternalIP addresses.
+func InternalIPs(n *corev1.Node) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range n.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
+			out = append(out, ip)
+		}
+	}
+	return out
 }
 
 // TrueWith reports whether the condition of that type is True with exactly msg: writers

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -126,11 +125,11 @@ func Assess(inv *Inventory, apiServer netip.Addr, served map[string][]string) As
 		if _, selected := desired[n.Name]; !selected && !hasEnactment(byPolicy, n.Name) {
 			continue
 		}
-		r := NodeReport{Name: n.Name, Ready: ready(n), Migration: plans[n.Name]}
+		r := NodeReport{Name: n.Name, Ready: shared.NodeReady(&n), Migration: plans[n.Name]}
 		if !r.Ready {
 			block("node %s is not Ready: the move waits for it", n.Name)
 		}
-		r.Critical = state.CriticalInterfaces(states[n.Name], apiServer, internalIPs(n))
+		r.Critical = state.CriticalInterfaces(states[n.Name], apiServer, shared.InternalIPs(&n))
 		needed := state.NeededToBoot(desired[n.Name], r.Critical)
 		for _, src := range desired[n.Name] {
 			for _, it := range src.State.Interfaces {
@@ -171,23 +170,4 @@ func hasEnactment(byPolicy map[string]map[string]string, node string) bool {
 		}
 	}
 	return false
-}
-
-func ready(n corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func internalIPs(n corev1.Node) []netip.Addr {
-	var out []netip.Addr
-	for _, a := range n.Status.Addresses {
-		if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
-			out = append(out, ip)
-		}
-	}
-	return out
 }

@@ -107,7 +107,7 @@ func (r *PolicyController) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	readinessChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		old, nu := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-		return old != nil && nu != nil && isReady(old) != isReady(nu)
+		return old != nil && nu != nil && shared.NodeReady(old) != shared.NodeReady(nu)
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy-status").

@@ -108,7 +108,7 @@ func Summarize(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev1.
 			continue
 		}
 		matching++
-		isReady := isReady(n)
+		isReady := shared.NodeReady(n)
 		if isReady {
 			ready++
 		}

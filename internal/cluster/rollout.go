@@ -6,13 +6,11 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -103,14 +101,12 @@ func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev
 			if shared.IsTrue(e.Status.Conditions, shared.EnactmentAvailable, "") {
 				s.done = true
 			}
-			if c := meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing); c != nil && c.Status == metav1.ConditionTrue {
-				// A node whose overlay is not in use could not try: no failure of the
-				// generation, and its handler's report is left as it is.
-				if strings.HasPrefix(c.Message, shared.MessageRefusedDegraded) {
-					s.refused = true
-				} else {
-					s.done, s.failed = true, true
-				}
+			// A node whose overlay is not in use could not try: no failure of the
+			// generation, and its handler's report is left as it is.
+			if shared.RefusedWhileDegraded(e.Status.Conditions) {
+				s.refused = true
+			} else if shared.IsTrue(e.Status.Conditions, shared.EnactmentFailing, "") {
+				s.done, s.failed = true, true
 			}
 		}
 		if gen, at, ok := shared.RolloutSlot(e.Annotations); ok && gen == policy.Generation {
@@ -148,13 +144,13 @@ func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev
 		case s.done:
 		case s.granted:
 			age := now.Sub(s.grantedAt)
-			if isReady(&n) && age <= timeout && -age <= clockSkew {
+			if shared.NodeReady(&n) && age <= timeout && -age <= clockSkew {
 				p.Holding = append(p.Holding, n.Name)
 				if left := timeout - age; p.Recheck == 0 || left < p.Recheck {
 					p.Recheck = max(left, time.Second)
 				}
 			}
-		case !isReady(&n):
+		case !shared.NodeReady(&n):
 			notReady = append(notReady, n.Name)
 		case s.requeued:
 			again = append(again, n.Name)
@@ -175,15 +171,6 @@ func decideSlots(policy *nmstatev1.NodeNetworkConfigurationPolicy, nodes []corev
 	p.Grant = slices.Sorted(slices.Values(candidates[:free]))
 	p.Pending = slices.Sorted(slices.Values(slices.Concat(candidates[free:], notReady)))
 	return p
-}
-
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // maxUnavailable resolves the policy's maxUnavailable (default "50%", rounded up, at least 1).

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -158,7 +157,7 @@ func Decide(s Snapshot) Decision {
 			held[name] = true
 			d.Waiting = append(d.Waiting, name)
 			if e := s.Enactments[name]; e != nil && e.Status.PolicyGeneration == s.generation(name) &&
-				IsTrue(e, shared.EnactmentFailing, "") && strings.HasPrefix(meta.FindStatusCondition(e.Status.Conditions, shared.EnactmentFailing).Message, shared.MessageRefusedDegraded) {
+				shared.RefusedWhileDegraded(e.Status.Conditions) {
 				// Its refusal while the overlay was degraded is withdrawn: it stopped the
 				// rollout, which would otherwise never grant the node the slot it waits for.
 				d.set(name, Update{Condition: shared.EnactmentPending, Message: shared.MessagePending, Generation: s.generation(name)})

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/migration"
@@ -59,7 +59,7 @@ func (h *Handler) planMigration(ctx context.Context, v *nodeView) error {
 	if err != nil {
 		return fmt.Errorf("reading the node's state for its migration plan: %w", err)
 	}
-	critical := state.CriticalInterfaces(current, m.APIServer, internalIPs(v.node))
+	critical := state.CriticalInterfaces(current, m.APIServer, shared.InternalIPs(v.node))
 	plan, err := m.Planner.PersistentPlan(m.Lower, sources, critical)
 	if err != nil {
 		return fmt.Errorf("reading the persistent profiles for the migration plan: %w", err)
@@ -74,16 +74,6 @@ func (h *Handler) planMigration(ctx context.Context, v *nodeView) error {
 	ctrl.LoggerFrom(ctx).Info("migration plan: persistent profiles the policies wrote, moved at the next boot on the overlay",
 		"node", h.NodeName, "move", files(plan.Move), "stay", files(plan.Stay), "critical", critical)
 	return nil
-}
-
-func internalIPs(n *corev1.Node) []netip.Addr {
-	var out []netip.Addr
-	for _, a := range n.Status.Addresses {
-		if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
-			out = append(out, ip)
-		}
-	}
-	return out
 }
 
 func files(entries []migration.Entry) []string {
