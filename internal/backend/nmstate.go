@@ -16,13 +16,9 @@ func (NMState) Name() string { return nmstatev1.BackendNetworkManager }
 func (NMState) Parse(raw []byte) (any, error) { return state.Parse(raw) }
 
 func (NMState) Merge(sources []Parsed) (Desired, map[string][]string, error) {
-	in := make([]state.Source, len(sources))
-	for i, s := range sources {
-		st, ok := s.State.(state.State)
-		if !ok {
-			return nil, nil, fmt.Errorf("policy %q: not a parsed nmstate state", s.Policy)
-		}
-		in[i] = state.Source{Policy: s.Policy, State: st}
+	in, err := NMStateSources(sources)
+	if err != nil {
+		return nil, nil, err
 	}
 	merged, err := state.Merge(in)
 	if err != nil {
@@ -76,4 +72,17 @@ func resolvedOn(committed, current state.State) (state.State, error) {
 		return committed, errs
 	}
 	return out, nil
+}
+
+// NMStateSources are sources as nmstate states, each parsed by NMState.Parse.
+func NMStateSources(sources []Parsed) ([]state.Source, error) {
+	in := make([]state.Source, len(sources))
+	for i, s := range sources {
+		st, ok := s.State.(state.State)
+		if !ok {
+			return nil, fmt.Errorf("policy %q: not a parsed nmstate state", s.Policy)
+		}
+		in[i] = state.Source{Policy: s.Policy, State: st}
+	}
+	return in, nil
 }

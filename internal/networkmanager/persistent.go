@@ -17,13 +17,9 @@ func (Backend) PersistentPlan(dir string, sources []backend.Parsed, critical map
 	if err != nil {
 		return migration.Plan{}, err
 	}
-	in := make([]state.Source, len(sources))
-	for i, s := range sources {
-		st, ok := s.State.(state.State)
-		if !ok {
-			return migration.Plan{}, fmt.Errorf("policy %q: not a parsed nmstate state", s.Policy)
-		}
-		in[i] = state.Source{Policy: s.Policy, State: st}
+	in, err := backend.NMStateSources(sources)
+	if err != nil {
+		return migration.Plan{}, err
 	}
 	return PersistentPlan(profiles, in, critical), nil
 }
