@@ -39,10 +39,15 @@ func Write(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	// The rename is durable only once the directory is on disk too (as MCO's writer does).
-	dir, err := os.Open(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir puts dir's entries on disk: a rename, or a removal, in it survives a power cut.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
-	return dir.Sync()
+	defer d.Close()
+	return d.Sync()
 }

@@ -50,27 +50,40 @@ func WritePlan(path string, p PlanFile) error {
 		}
 		return nil
 	}
-	b, err := json.MarshalIndent(p, "", "  ")
+	return writeJSON(path, p)
+}
+
+// ReadPlan reads a plan; nil, nil when there is none.
+func ReadPlan(path string) (*PlanFile, error) {
+	var p PlanFile
+	if err := readJSON(path, &p); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// writeJSON writes v as indented JSON to path, atomically, readable by root alone, as the
+// keyfiles it is about.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
-// ReadPlan reads a plan; nil, nil when there is none.
-func ReadPlan(path string) (*PlanFile, error) {
+// readJSON reads what writeJSON wrote; the file's absence is fs.ErrNotExist.
+func readJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var p PlanFile
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return &p, nil
+	return nil
 }
 
 // Outcome is what Move or Restore did with one profile.
@@ -130,11 +143,7 @@ func Move(planPath, backup string, mounted func(dir string) (bool, error)) (*Res
 	} else if on {
 		return nil, fmt.Errorf("the overlay is mounted on %s: profiles are moved out of it only before it is", p.Lower)
 	}
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := atomicfile.Write(filepath.Join(backup, backupPlan), append(b, '\n'), 0o600); err != nil {
+	if err := writeJSON(filepath.Join(backup, backupPlan), p); err != nil {
 		return nil, err
 	}
 	r := &Result{Plan: *p, Outcomes: map[string]Outcome{}}
@@ -171,18 +180,14 @@ func moveOne(src, dst, sum string) (Outcome, error) {
 	if err := os.Remove(src); err != nil {
 		return "", err
 	}
-	return Moved, syncDir(filepath.Dir(src))
+	return Moved, atomicfile.SyncDir(filepath.Dir(src))
 }
 
 // ReadResult reads the result a move recorded in its backup.
 func ReadResult(backup string) (*Result, error) {
-	b, err := os.ReadFile(filepath.Join(backup, backupResult))
-	if err != nil {
-		return nil, err
-	}
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", backup, err)
+	if err := readJSON(filepath.Join(backup, backupResult), &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
@@ -255,11 +260,7 @@ func Backups(dir string) ([]string, error) {
 }
 
 func writeResult(backup string, r *Result) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(backup, backupResult), append(b, '\n'), 0o600)
+	return writeJSON(filepath.Join(backup, backupResult), r)
 }
 
 // copyFile copies src to dst atomically with src's mode, and checks the copy.
@@ -279,13 +280,4 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("copying %s to %s: the copy differs (%v)", src, dst, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
