@@ -10,12 +10,14 @@ import (
 	"maps"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -32,9 +34,18 @@ versions their objects are stored at, the policies with their enactment's state 
 and, per node, the interfaces it needs to reach its cluster (its default route's, its API
 server route's, its InternalIP's, from its NodeNetworkState) with the policies' interfaces
 among them, whose profiles stay persistent at the move. The move waits for every enactment
-Available, every node Ready, and stored versions nmoverlay serves. The steps themselves are
-not automated yet: docs/migration.md has them by hand. Exit status: 0 when the move can
-start, 1 when something keeps it from starting (said why) or the cluster cannot be read,
+Available, every node Ready, and stored versions nmoverlay serves.
+
+With --apply FILE (what nmoverlay render wrote: the MachineConfigs and the cluster side),
+it makes the move, step by step, each waiting until it holds: back up kubernetes-nmstate's
+objects (a ConfigMap in its namespace), stop OLM's install of it, its operator and its
+operands (its CRDs, NMState, policies, enactments and states stay), take over the CRDs,
+install nmoverlay, hand it the NMState with spec.migrateFrom, wait for every node's plan,
+apply the MachineConfigs, wait for every node on the overlay, and end the migration. Every
+step is observed, not recorded: run it again after an interruption or a --timeout, from
+any machine, and it resumes where the cluster is. Exit status: 0 when the move can start
+(or, with --apply, is done), 1 when something keeps it from starting (said why, nothing
+changed), a step failed or is still waiting at --timeout, or the cluster cannot be read,
 2 on bad usage.`
 
 // runMigrate is `nmoverlay migrate [--kubeconfig FILE] [-o text|yaml|json]`.
@@ -44,9 +55,12 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(io.Discard)
 	kubeconfig := fset.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	output := fset.String("o", "text", "output: text, yaml or json")
+	applyFile := fset.String("apply", "", "make the move, with nmoverlay's objects from this file (nmoverlay render's output)")
+	timeout := fset.Duration("timeout", 2*time.Hour, "with --apply: how long to wait for the steps (run again to resume)")
+	poll := fset.Duration("poll", 5*time.Second, "with --apply: how often a waiting step reads the cluster again")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: %s [--kubeconfig FILE] [-o text|yaml|json]\n\n%s\n", name, migrateAbout)
+			fmt.Fprintf(stdout, "Usage: %s [--kubeconfig FILE] [-o text|yaml|json] [--apply RENDERED.yaml [--timeout D]]\n\n%s\n", name, migrateAbout)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", name, err, name)
@@ -55,6 +69,14 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	if !slices.Contains([]string{"text", "yaml", "json"}, *output) || fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: -o is text, yaml or json, and there are no arguments (see %s -h)\n", name, name)
 		return exitUsage
+	}
+	var objs []*unstructured.Unstructured
+	if *applyFile != "" {
+		var err error
+		if objs, err = renderedObjects(*applyFile); err != nil {
+			fmt.Fprintf(stderr, "%s: --apply %s: %v\n", name, *applyFile, err)
+			return exitUsage
+		}
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
@@ -76,6 +98,9 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
+	if objs != nil {
+		return applyMigration(c, cfg.Host, objs, *timeout, *poll, stdout, stderr)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	inv, err := adoption.Read(ctx, c)
@@ -83,12 +108,11 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
-	served, err := deploy.CRDServedVersions()
+	a, err := assess(inv, cfg.Host)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
-	a := adoption.Assess(inv, apiServer(cfg.Host), served)
 	switch *output {
 	case "json":
 		b, _ := json.MarshalIndent(a, "", "  ")
@@ -102,6 +126,94 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	if len(a.Blocking) > 0 {
 		return exitError
 	}
+	return exitOK
+}
+
+func assess(inv *adoption.Inventory, host string) (adoption.Assessment, error) {
+	served, err := deploy.CRDServedVersions()
+	if err != nil {
+		return adoption.Assessment{}, err
+	}
+	return adoption.Assess(inv, apiServer(host), served), nil
+}
+
+// renderedObjects reads nmoverlay render's output: it must hold the nmstate.io CRDs and
+// the operator, or it is not what the move installs.
+func renderedObjects(file string) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := deploy.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	var crds []string
+	operator := false
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "CustomResourceDefinition":
+			crds = append(crds, o.GetName())
+		case "Deployment":
+			operator = operator || o.GetName() == operatorDeployment
+		}
+	}
+	for _, name := range adoption.CRDNames {
+		if !slices.Contains(crds, name) {
+			return nil, fmt.Errorf("no CRD %s in it: give what nmoverlay render writes", name)
+		}
+	}
+	if !operator {
+		return nil, fmt.Errorf("no Deployment %s in it: give what nmoverlay render writes", operatorDeployment)
+	}
+	return objs, nil
+}
+
+// operatorDeployment is nmoverlay's operator (deploy/operator.yaml).
+const operatorDeployment = "nmoverlay-operator"
+
+// applyMigration makes the move: after the assessment's checks on a cluster where none is
+// under way, or resumed where the cluster is when its backup exists.
+func applyMigration(c client.Client, host string, objs []*unstructured.Unstructured, timeout, poll time.Duration, stdout, stderr io.Writer) int {
+	const name = "nmoverlay migrate"
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	backup, err := adoption.FindBackup(ctx, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	var namespace string
+	if backup != nil {
+		namespace = backup.Namespace
+		fmt.Fprintf(stdout, "Resuming the move (its backup is %s/%s).\n", backup.Namespace, backup.Name)
+	} else {
+		inv, err := adoption.Read(ctx, c)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return exitError
+		}
+		a, err := assess(inv, host)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return exitError
+		}
+		if len(a.Blocking) > 0 {
+			printAssessment(stdout, a)
+			return exitError
+		}
+		namespace = adoption.Namespace(inv)
+	}
+	t := &adoption.Takeover{Client: c, Objects: objs}
+	err = adoption.Run(ctx, t.Steps(namespace), poll, func(i, n int, step, event string) {
+		fmt.Fprintf(stdout, "[%d/%d] %s: %s\n", i, n, step, event)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "The move is done: nmoverlay runs every policy, and kubernetes-nmstate's objects are kept in %s/%s.\n",
+		namespace, adoption.BackupName)
 	return exitOK
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
@@ -81,6 +82,10 @@ func Assess(inv *Inventory, apiServer netip.Addr, served map[string][]string) As
 					crd.Name, v, crd.Storage, v)
 			}
 		}
+	}
+	if len(inv.CRDs) == len(CRDNames) && !slices.Contains(inv.NMStates, nmstatev1.NMStateName) {
+		block("no NMState named %s (there are: %s): nmoverlay's operator answers only to %s; create it with the spec of the one in use",
+			nmstatev1.NMStateName, strings.Join(inv.NMStates, ", "), nmstatev1.NMStateName)
 	}
 	if missing := len(CRDNames) - len(inv.CRDs); missing > 0 {
 		block("%d of the nmstate.io CRDs are missing: this is no cluster kubernetes-nmstate runs on", missing)

@@ -103,6 +103,8 @@ func TestAssess(t *testing.T) {
 		{"a policy still progressing", func(inv *Inventory) {
 			inv.Enactments[0] = enactment("worker-0", "br-ex", brex, shared.EnactmentProgressing, "")
 		}, []string{"policy br-ex is Progressing on node worker-0"}},
+		{"an NMState of another name", func(inv *Inventory) { inv.NMStates = []string{"my-nmstate"} },
+			[]string{"no NMState named nmstate (there are: my-nmstate)"}},
 		{"a node not Ready", func(inv *Inventory) { inv.Nodes[1] = node("worker-1", false, "192.0.2.11") },
 			[]string{"node worker-1 is not Ready"}},
 		{"objects stored at a version nmoverlay does not serve", func(inv *Inventory) { inv.CRDs = crds("v1alpha1") },

@@ -159,6 +159,23 @@ func Read(ctx context.Context, c client.Reader) (*Inventory, error) {
 	return inv, nil
 }
 
+// Namespace is kubernetes-nmstate's namespace: its operator's, else its CSV's, else its
+// first workload's.
+func Namespace(inv *Inventory) string {
+	for _, c := range inv.Components {
+		if c.Name == operatorName {
+			return c.Namespace
+		}
+	}
+	if len(inv.CSVs) > 0 {
+		return inv.CSVs[0].Namespace
+	}
+	if len(inv.Components) > 0 {
+		return inv.Components[0].Namespace
+	}
+	return ""
+}
+
 func images(spec corev1.PodSpec) []string {
 	var out []string
 	for _, c := range spec.Containers {
