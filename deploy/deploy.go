@@ -150,6 +150,13 @@ func Objects(opts Options) ([]*unstructured.Unstructured, error) {
 	return ObjectsFrom(manifests, opts)
 }
 
+// The label every operand object carries, set by the operator: what it owns, and what
+// nmoverlay migrate --rollback deletes.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "nmoverlay-operator"
+)
+
 // Operand returns what the operator deploys (OperandDir's kustomization) in the order it
 // applies them.
 func Operand(opts Options) ([]*unstructured.Unstructured, error) {

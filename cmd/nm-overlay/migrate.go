@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/journal"
 
 	"github.com/nmoverlay/nmoverlay/internal/migration"
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
@@ -45,6 +49,7 @@ func migrateProfiles(out printer, stderr io.Writer) int {
 // restoreProfiles runs `nm-overlay restore-profiles [--from DIR]`: the profiles a
 // migration moved go back into the persistent keyfile dir (from the latest backup by
 // default), where the overlay is not mounted; NetworkManager, if it runs, reloads them.
+// Run in a pod by nmoverlay migrate --rollback, or by hand.
 func restoreProfiles(from string, out printer, stderr io.Writer) int {
 	if from == "" {
 		dirs, err := migration.Backups(paths.MigratedDir)
@@ -63,11 +68,35 @@ func restoreProfiles(from string, out printer, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nm-overlay: %v\n", err)
 		return exitDegraded
 	}
+	if err := reloadProfiles(); err != nil {
+		fmt.Fprintf(stderr, "nm-overlay: the profiles are back, but NetworkManager did not reload them (nmcli connection reload): %v\n", err)
+		return exitDegraded
+	}
 	if !r.Done(migration.Restored) {
 		fmt.Fprintln(stderr, "nm-overlay: some profiles were left where they are (see above)")
 		return exitDegraded
 	}
 	return exitOK
+}
+
+// reloadProfiles has NetworkManager, when it runs, read its keyfile dir again, so that the
+// profiles put back are its own at once (it does not watch the dir).
+func reloadProfiles() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nm, err := nmdbus.ConnectIfRunning(ctx)
+	if err != nil || nm == nil {
+		return err
+	}
+	defer nm.Close()
+	var ok bool
+	if err := nm.Call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".ReloadConnections").Store(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("ReloadConnections reported a failure")
+	}
+	return nil
 }
 
 // logResult tells the journal what a move or a restore did: a warning when a profile did

@@ -3,7 +3,7 @@
 // followed by nmoverlay's cluster side, the objects of deploy/ as kubectl apply -k would
 // create them (`nmoverlay render`), so that one kubectl apply -f - installs everything. It
 // also checks policy manifests offline (`nmoverlay validate`), and whether a cluster running
-// kubernetes-nmstate can move to nmoverlay (`nmoverlay migrate`).
+// kubernetes-nmstate can move to nmoverlay, and makes the move (`nmoverlay migrate`).
 package main
 
 import (
@@ -28,7 +28,7 @@ Usage:
   nmoverlay render [flags]           MachineConfigs, then the cluster side (deploy/), for kubectl apply -f -
   nmoverlay machineconfigs [flags]   MachineConfig YAML for oc apply -f -
   nmoverlay validate FILE|DIR...     check policy manifests offline, as the handler parses them
-  nmoverlay migrate [flags]          whether a kubernetes-nmstate cluster can move now, and what stays persistent
+  nmoverlay migrate [flags]          whether a kubernetes-nmstate cluster can move now (and --apply: the move, --rollback: undo it)
   nmoverlay help
 
 Run "nmoverlay render -h" or "nmoverlay machineconfigs -h" for the flags.

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nmoverlay/nmoverlay/api"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/adoption"
 )
@@ -46,7 +47,14 @@ step is observed, not recorded: run it again after an interruption or a --timeou
 any machine, and it resumes where the cluster is. Exit status: 0 when the move can start
 (or, with --apply, is done), 1 when something keeps it from starting (said why, nothing
 changed), a step failed or is still waiting at --timeout, or the cluster cannot be read,
-2 on bad usage.`
+2 on bad usage.
+
+With --rollback FILE (the file the move was made with), it undoes the move from wherever
+it stopped, each step waiting until it holds: delete the MachineConfigs and wait for every
+node off the overlay, restore on each node the profiles it moved (a pod of nmoverlay's
+image runs nm-overlay restore-profiles there), remove nmoverlay, put kubernetes-nmstate's
+CRDs back, start kubernetes-nmstate again (its Subscription, or its operator scaled back),
+and label the backup rolled-back.`
 
 // runMigrate is `nmoverlay migrate [--kubeconfig FILE] [-o text|yaml|json]`.
 func runMigrate(args []string, stdout, stderr io.Writer) int {
@@ -56,11 +64,12 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	kubeconfig := fset.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	output := fset.String("o", "text", "output: text, yaml or json")
 	applyFile := fset.String("apply", "", "make the move, with nmoverlay's objects from this file (nmoverlay render's output)")
-	timeout := fset.Duration("timeout", 2*time.Hour, "with --apply: how long to wait for the steps (run again to resume)")
-	poll := fset.Duration("poll", 5*time.Second, "with --apply: how often a waiting step reads the cluster again")
+	rollbackFile := fset.String("rollback", "", "undo the move, with nmoverlay's objects from the file the move was made with")
+	timeout := fset.Duration("timeout", 2*time.Hour, "with --apply or --rollback: how long to wait for the steps (run again to resume)")
+	poll := fset.Duration("poll", 5*time.Second, "with --apply or --rollback: how often a waiting step reads the cluster again")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: %s [--kubeconfig FILE] [-o text|yaml|json] [--apply RENDERED.yaml [--timeout D]]\n\n%s\n", name, migrateAbout)
+			fmt.Fprintf(stdout, "Usage: %s [--kubeconfig FILE] [-o text|yaml|json] [--apply|--rollback RENDERED.yaml [--timeout D]]\n\n%s\n", name, migrateAbout)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", name, err, name)
@@ -70,11 +79,18 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: -o is text, yaml or json, and there are no arguments (see %s -h)\n", name, name)
 		return exitUsage
 	}
+	if *applyFile != "" && *rollbackFile != "" {
+		fmt.Fprintf(stderr, "%s: --apply or --rollback, not both (see %s -h)\n", name, name)
+		return exitUsage
+	}
 	var objs []*unstructured.Unstructured
-	if *applyFile != "" {
+	for flagName, file := range map[string]string{"--apply": *applyFile, "--rollback": *rollbackFile} {
+		if file == "" {
+			continue
+		}
 		var err error
-		if objs, err = renderedObjects(*applyFile); err != nil {
-			fmt.Fprintf(stderr, "%s: --apply %s: %v\n", name, *applyFile, err)
+		if objs, err = renderedObjects(file); err != nil {
+			fmt.Fprintf(stderr, "%s: %s %s: %v\n", name, flagName, file, err)
 			return exitUsage
 		}
 	}
@@ -98,8 +114,11 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
-	if objs != nil {
+	switch {
+	case *applyFile != "":
 		return applyMigration(c, cfg.Host, objs, *timeout, *poll, stdout, stderr)
+	case *rollbackFile != "":
+		return rollBackMigration(c, objs, *timeout, *poll, stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -205,16 +224,42 @@ func applyMigration(c client.Client, host string, objs []*unstructured.Unstructu
 		namespace = adoption.Namespace(inv)
 	}
 	t := &adoption.Takeover{Client: c, Objects: objs}
-	err = adoption.Run(ctx, t.Steps(namespace), poll, func(i, n int, step, event string) {
-		fmt.Fprintf(stdout, "[%d/%d] %s: %s\n", i, n, step, event)
-	})
-	if err != nil {
+	if err := adoption.Run(ctx, t.Steps(namespace), poll, printStep(stdout)); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
 	fmt.Fprintf(stdout, "The move is done: nmoverlay runs every policy, and kubernetes-nmstate's objects are kept in %s/%s.\n",
 		namespace, adoption.BackupName)
 	return exitOK
+}
+
+// rollBackMigration undoes the move from wherever it stopped: its backup says what
+// kubernetes-nmstate was, the nodes' reports where their profiles are.
+func rollBackMigration(c client.Client, objs []*unstructured.Unstructured, timeout, poll time.Duration, stdout, stderr io.Writer) int {
+	const name = "nmoverlay migrate --rollback"
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	backup, err := adoption.FindBackup(ctx, c)
+	if err == nil && backup == nil {
+		err = fmt.Errorf("no move to roll back: no ConfigMap labelled %s=%s (a rolled-back move's is labelled %s)",
+			adoption.BackupLabel, nmstatev1.MigrateFromKubernetesNMState, adoption.RolledBack)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	t := &adoption.Takeover{Client: c, Objects: objs}
+	if err := adoption.Run(ctx, t.RollbackSteps(backup), poll, printStep(stdout)); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "The rollback is done: kubernetes-nmstate runs every policy again, its nodes on their restored profiles; "+
+		"the backup %s/%s is kept, labelled %s.\n", backup.Namespace, backup.Name, adoption.RolledBack)
+	return exitOK
+}
+
+func printStep(w io.Writer) adoption.Progress {
+	return func(i, n int, step, event string) { fmt.Fprintf(w, "[%d/%d] %s: %s\n", i, n, step, event) }
 }
 
 // apiServer is the API server's address when the kubeconfig names it by address.
@@ -279,7 +324,7 @@ func printAssessment(w io.Writer, a adoption.Assessment) {
 	}
 	tw.Flush()
 	if len(a.Blocking) == 0 {
-		fmt.Fprintln(w, "The move can start (docs/migration.md has the steps).")
+		fmt.Fprintln(w, "The move can start: nmoverlay migrate --apply RENDERED.yaml makes it (docs/migration.md).")
 		return
 	}
 	fmt.Fprintln(w, "The move cannot start:")

@@ -372,9 +372,26 @@ func (t *Takeover) apply(ctx context.Context, objs []*unstructured.Unstructured)
 	return nil
 }
 
+// TakenOverAnnotation marks the CRDs the move applied over kubernetes-nmstate's; the
+// rollback puts back its CRDs as they were, without it.
+const TakenOverAnnotation = "nmoverlay.io/taken-over-from"
+
 // applyCRDs applies nmoverlay's CRDs over kubernetes-nmstate's, taking their fields over.
 // Assess has checked that they serve every version objects are stored at.
-func (t *Takeover) applyCRDs(ctx context.Context) error { return t.apply(ctx, t.ofKind(true, "")) }
+func (t *Takeover) applyCRDs(ctx context.Context) error {
+	var crds []*unstructured.Unstructured
+	for _, o := range t.ofKind(true, "") {
+		o = o.DeepCopy()
+		annotations := o.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[TakenOverAnnotation] = nmstatev1.MigrateFromKubernetesNMState
+		o.SetAnnotations(annotations)
+		crds = append(crds, o)
+	}
+	return t.apply(ctx, crds)
+}
 
 // crdsWaiting holds once each of nmoverlay's CRDs is applied by the move and Established.
 func (t *Takeover) crdsWaiting(ctx context.Context) (string, error) {
@@ -384,7 +401,7 @@ func (t *Takeover) crdsWaiting(ctx context.Context) (string, error) {
 		if err := t.Client.Get(ctx, client.ObjectKey{Name: o.GetName()}, crd); err != nil {
 			return "", fmt.Errorf("reading the CRD %s: %w", o.GetName(), err)
 		}
-		if !slices.ContainsFunc(crd.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == FieldOwner }) {
+		if crd.Annotations[TakenOverAnnotation] == "" {
 			waiting = append(waiting, o.GetName()+" is kubernetes-nmstate's")
 			continue
 		}

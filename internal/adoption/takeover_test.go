@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
@@ -119,5 +120,18 @@ func TestNodesWaiting(t *testing.T) {
 	want := map[string]NodeBackup{"moved": {Dir: "/var/lib/nmoverlay/migrated/b1", Moved: []string{"br1.nmconnection", "eth1.nmconnection"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("node backups %v, want %v", got, want)
+	}
+}
+
+func TestRestoreState(t *testing.T) {
+	pod := RestorePod("nmoverlay", "worker-0", "registry.example/nmoverlay:v1", "/var/lib/nmoverlay/migrated/b1")
+	pod.Status.Phase = corev1.PodRunning
+	if got := restoreState(pod); got != "Running" {
+		t.Errorf("a first run: %q", got)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: 2, LastTerminationState: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "nm-overlay: the overlay is mounted on /etc/NetworkManager/system-connections: ...\n"}}}}
+	if got, want := restoreState(pod), "Running, 2 failed runs, the last said: nm-overlay: the overlay is mounted on /etc/NetworkManager/system-connections: ..."; got != want {
+		t.Errorf("after failed runs: %q, want %q", got, want)
 	}
 }

@@ -17,13 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
 
 // Labels every object the operator applies carries; its cache holds only those.
 const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedBy      = "nmoverlay-operator"
+	ManagedByLabel = deploy.ManagedByLabel
+	ManagedBy      = deploy.ManagedBy
 )
 
 // FieldOwner is the operator's field manager for server-side apply.

@@ -56,8 +56,11 @@ func kindCRD(group, version, kind, plural string, namespaced bool) *apiextension
 // NodeNetworkStates nmoverlay's handlers report) between runs, and each run stops at the
 // step that waits for it, as a run cut short would; the next run resumes there. The boot
 // tier runs the move on a cluster with kubelets.
-var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmstate", Ordered, func() {
-	const ns = "openshift-nmstate"
+var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmstate, and --rollback", Ordered, func() {
+	const (
+		ns          = "openshift-nmstate"
+		olmCRDLabel = "operators.coreos.com/kubernetes-nmstate-operator.openshift-nmstate"
+	)
 	var (
 		c          client.Client
 		ctx        = context.Background()
@@ -139,8 +142,14 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 		rendered = filepath.Join(dir, "nmoverlay.yaml")
 		Expect(os.WriteFile(rendered, out, 0o644)).To(Succeed())
 
-		// kubernetes-nmstate as OLM installs it in openshift-nmstate.
+		// kubernetes-nmstate as OLM installs it in openshift-nmstate, its CRDs labelled by OLM.
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		for _, name := range adoption.CRDNames {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			Expect(c.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+			crd.Labels = map[string]string{olmCRDLabel: ""}
+			Expect(c.Update(ctx, crd)).To(Succeed())
+		}
 		for _, o := range []string{
 			`{"apiVersion":"operators.coreos.com/v1alpha1","kind":"Subscription","metadata":{"name":"kubernetes-nmstate-operator","namespace":"openshift-nmstate"},
 			  "spec":{"channel":"stable","name":"kubernetes-nmstate-operator","source":"redhat-operators","sourceNamespace":"openshift-marketplace"}}`,
@@ -263,6 +272,7 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			Expect(c.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
 			Expect(crd.ManagedFields).To(ContainElement(HaveField("Manager", adoption.FieldOwner)), name)
+			Expect(crd.Annotations).To(HaveKeyWithValue(adoption.TakenOverAnnotation, "kubernetes-nmstate"), name)
 		}
 		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
 		Expect(c.Get(ctx, client.ObjectKey{Name: "storage"}, p)).To(Succeed(), "kubernetes-nmstate's policies stay readable")
@@ -328,5 +338,83 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: adoption.BackupName}, cm)).To(Succeed())
 		Expect(cm.ResourceVersion).To(Equal(rv), "a run with nothing to do writes nothing")
 		Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nmstate-handler"}, &appsv1.DaemonSet{}))).To(BeTrue())
+	})
+
+	It("rolls back: removes the MachineConfigs and waits for every node off the overlay", func() {
+		out, code := migrate("--rollback", rendered, "--timeout", "2s")
+		Expect(code).To(Equal(1))
+		Expect(out).To(ContainSubstring("[1/6] remove the MachineConfigs: waiting: still on the overlay"))
+		Expect(out).To(ContainSubstring("worker-0, worker-1"))
+		Expect(exists("machineconfiguration.openshift.io/v1", "MachineConfig", "", "99-worker-nmoverlay")).To(BeFalse())
+		for _, n := range nodes { // each node rebooted off the overlay, as its handler reports
+			reportOverlay(n, &v1beta1.OverlayStatus{Degraded: "the keyfile dir is not on the overlay"})
+		}
+	})
+
+	It("rolls back: restores each node's profiles from its recorded backup, in a pod on that node", func() {
+		out, code := migrate("--rollback", rendered, "--timeout", "2s")
+		Expect(code).To(Equal(1))
+		Expect(out).To(ContainSubstring("[1/6] remove the MachineConfigs: held already"))
+		Expect(out).To(ContainSubstring("restoring on worker-0 (Pending); worker-1 (Pending)"))
+		for _, n := range nodes {
+			pod := &corev1.Pod{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: "nmoverlay", Name: "nmoverlay-restore-" + n}, pod)).To(Succeed())
+			Expect(pod.Spec.NodeName).To(Equal(n))
+			Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example/nmoverlay:v0.1"))
+			Expect(pod.Spec.Containers[0].Command).To(Equal([]string{"/nm-overlay", "restore-profiles", "--from", "/var/lib/nmoverlay/migrated/boot-" + n}))
+			Expect(pod.Spec.Volumes).To(ContainElement(HaveField("HostPath.Path", "/etc/NetworkManager/system-connections")))
+			pod.Status.Phase = corev1.PodSucceeded // the kubelet's part
+			Expect(c.Status().Update(ctx, pod)).To(Succeed())
+		}
+		// What the operator deployed for the NMState, labelled as its own.
+		Expect(c.Create(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "nmoverlay-handler", Namespace: "nmoverlay",
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "nmoverlay-operator"}},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "h"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "h"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "handler", Image: "registry.example/nmoverlay:v0.1"}}}}}})).To(Succeed())
+	})
+
+	It("rolls back: removes nmoverlay, gives the CRDs back as they were, and starts kubernetes-nmstate's Subscription again", func() {
+		out, code := migrate("--rollback", rendered, "--timeout", "3s")
+		Expect(code).To(Equal(1))
+		Expect(out).To(ContainSubstring("[3/6] remove nmoverlay: done"))
+		Expect(out).To(ContainSubstring("[4/6] give the nmstate.io CRDs back to kubernetes-nmstate: done"))
+		Expect(out).To(ContainSubstring("[5/6] start kubernetes-nmstate again: waiting: no handler DaemonSet of kubernetes-nmstate's yet"))
+		Expect(exists("apps/v1", "Deployment", "nmoverlay", "nmoverlay-operator")).To(BeFalse())
+		Expect(exists("apps/v1", "DaemonSet", "nmoverlay", "nmoverlay-handler")).To(BeFalse())
+		Expect(exists("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "nmoverlay-policy-checks")).To(BeFalse())
+		for _, name := range adoption.CRDNames {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			Expect(c.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+			Expect(crd.Annotations).NotTo(HaveKey(adoption.TakenOverAnnotation), name)
+			Expect(crd.Labels).To(HaveKey(olmCRDLabel), name)
+		}
+		Expect(exists("operators.coreos.com/v1alpha1", "Subscription", ns, "kubernetes-nmstate-operator")).To(BeTrue())
+		p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "storage"}, p)).To(Succeed(), "the policies stay")
+
+		// OLM installs the CSV, whose operator deploys its handler (their part).
+		handler := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "nmstate-handler", Namespace: ns,
+			Labels: map[string]string{"app": "kubernetes-nmstate", "component": "kubernetes-nmstate-handler"}},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"name": "nmstate-handler"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"name": "nmstate-handler"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nmstate-handler", Image: "handler"}}}}}}
+		Expect(c.Create(ctx, handler)).To(Succeed())
+		handler.Status.DesiredNumberScheduled, handler.Status.NumberReady, handler.Status.ObservedGeneration = 2, 2, handler.Generation
+		Expect(c.Status().Update(ctx, handler)).To(Succeed())
+	})
+
+	It("rolls back: ends, keeping the backup as a record; a later move starts afresh", func() {
+		out, code := migrate("--rollback", rendered, "--timeout", "20s")
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("The rollback is done"))
+		cm := &corev1.ConfigMap{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: adoption.BackupName}, cm)).To(Succeed())
+		Expect(cm.Labels).To(HaveKeyWithValue(adoption.BackupLabel, adoption.RolledBack))
+		Expect(cm.Data["restored.yaml"]).To(SatisfyAll(ContainSubstring("worker-0:"), ContainSubstring("worker-1:"),
+			ContainSubstring("/var/lib/nmoverlay/migrated/boot-worker-0")), "which nodes were restored, from where")
+		out, code = migrate("--rollback", rendered, "--timeout", "20s")
+		Expect(code).To(Equal(1))
+		Expect(out).To(ContainSubstring("no move to roll back"))
 	})
 })
