@@ -168,6 +168,9 @@ func run(o options) error {
 		default:
 		}
 	}
+	if h.Migration != nil {
+		h.Migration.Changed = h.DriftChanged // a new plan is reported at once
+	}
 	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
 	overlayChanged := make(chan struct{}, 1)
 	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, overlayChanged, nodeName, layout.Lower)

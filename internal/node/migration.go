@@ -29,6 +29,9 @@ type Migration struct {
 	Lower, PlanPath string
 	// APIServer is the API server's address, whose route the node needs to boot.
 	APIServer netip.Addr
+	// Changed, when set, is called after a new plan is written: the NodeNetworkState
+	// reports it, and nmoverlay migrate waits for that before any node reboots.
+	Changed func()
 
 	// last is the plan last written, to log only a change.
 	last *migration.Plan
@@ -71,6 +74,9 @@ func (h *Handler) planMigration(ctx context.Context, v *nodeView) error {
 		return fmt.Errorf("writing the migration plan: %w", err)
 	}
 	m.last = &plan
+	if m.Changed != nil {
+		m.Changed()
+	}
 	ctrl.LoggerFrom(ctx).Info("migration plan: persistent profiles the policies wrote, moved at the next boot on the overlay",
 		"node", h.NodeName, "move", files(plan.Move), "stay", files(plan.Stay), "critical", critical)
 	return nil

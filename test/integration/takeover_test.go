@@ -32,22 +32,6 @@ import (
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
-// kindCRD is a CRD of a kind this API server lacks (OLM's, MCO's), with an open schema:
-// what the move reads and writes of them is metadata and a few spec fields.
-func kindCRD(group, version, kind, plural string, namespaced bool) *apiextensionsv1.CustomResourceDefinition {
-	scope := apiextensionsv1.ClusterScoped
-	if namespaced {
-		scope = apiextensionsv1.NamespaceScoped
-	}
-	open := true
-	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Scope: scope,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: version, Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
-					XPreserveUnknownFields: &open}}}}}}
-}
-
 // The move itself, on an API server of its own holding what kubernetes-nmstate installed
 // by OLM leaves (its Subscription and CSV, its operator, handler and webhook with its
 // configuration, failing closed, its NMState, policies, enactments and states), with
@@ -121,9 +105,9 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 	BeforeAll(func() {
 		a, err := kit.StartAPI(func(e *envtest.Environment) {
 			e.CRDs = append(e.CRDs,
-				kindCRD("operators.coreos.com", "v1alpha1", "Subscription", "subscriptions", true),
-				kindCRD("operators.coreos.com", "v1alpha1", "ClusterServiceVersion", "clusterserviceversions", true),
-				kindCRD("machineconfiguration.openshift.io", "v1", "MachineConfig", "machineconfigs", false))
+				kit.OpenCRD("operators.coreos.com", "v1alpha1", "Subscription", "subscriptions", true),
+				kit.OpenCRD("operators.coreos.com", "v1alpha1", "ClusterServiceVersion", "clusterserviceversions", true),
+				kit.OpenCRD("machineconfiguration.openshift.io", "v1", "MachineConfig", "machineconfigs", false))
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(a.Stop)

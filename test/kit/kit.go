@@ -189,3 +189,19 @@ func EnactmentSummary(k8s client.Client, nodeName, policy string) func() string 
 		return "<no condition>"
 	}
 }
+
+// OpenCRD is a CRD of a kind the tiers do not otherwise serve (OLM's, MCO's), with an
+// open schema: what the tests write of such objects is metadata and a few spec fields.
+func OpenCRD(group, version, kind, plural string, namespaced bool) *apiextensionsv1.CustomResourceDefinition {
+	scope := apiextensionsv1.ClusterScoped
+	if namespaced {
+		scope = apiextensionsv1.NamespaceScoped
+	}
+	open := true
+	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Scope: scope,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+					XPreserveUnknownFields: &open}}}}}}
+}

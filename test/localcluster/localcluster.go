@@ -188,6 +188,10 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	return c, nil
 }
 
+// SandboxImage is the pods' sandbox image, which the nodes have: a pause process, for
+// stand-ins of workloads whose images are not here.
+func (c *Cluster) SandboxImage() string { return c.images[len(c.images)-1] }
+
 // TokenKubeconfig writes a kubeconfig named name that presents token to the API server
 // (its loopback address), to act as whoever the token belongs to.
 func (c *Cluster) TokenKubeconfig(name, token string) (string, error) {
