@@ -150,7 +150,7 @@ func run(o options) error {
 		if !ok {
 			return fmt.Errorf("--migration-plan: the %s backend cannot tell which persistent profiles policies wrote", engine.Name())
 		}
-		h.Migration = &node.Migration{Planner: planner, Lower: layout.Lower, PlanPath: o.migrationPlan, APIServer: apiServerAddr(ctx, cfg)}
+		h.Migration = &node.Migration{Planner: planner, Lower: layout.Lower, PlanPath: o.migrationPlan, APIServer: probe.APIServerAddress(ctx, cfg.Host)}
 	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
@@ -241,23 +241,6 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		},
 		Degraded: func() (string, error) { return overlay.InUse(layout) },
 	}
-}
-
-// apiServerAddr is the address the handler reaches the API server at (its host, resolved
-// when it is a name); invalid when it cannot be told.
-func apiServerAddr(ctx context.Context, cfg *rest.Config) netip.Addr {
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		return ip
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
-	if err != nil || len(ips) == 0 {
-		return netip.Addr{}
-	}
-	return ips[0].Unmap()
 }
 
 // newBackend is the backend --backend names.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/netip"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -26,6 +24,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/adoption"
+	"github.com/nmoverlay/nmoverlay/internal/probe"
 )
 
 const migrateAbout = `Reads, with the administrator's kubeconfig, what a cluster runs of kubernetes-nmstate and
@@ -127,7 +126,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
-	a, err := assess(inv, cfg.Host)
+	a, err := assess(ctx, inv, cfg.Host)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
@@ -148,12 +147,12 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func assess(inv *adoption.Inventory, host string) (adoption.Assessment, error) {
+func assess(ctx context.Context, inv *adoption.Inventory, host string) (adoption.Assessment, error) {
 	served, err := deploy.CRDServedVersions()
 	if err != nil {
 		return adoption.Assessment{}, err
 	}
-	return adoption.Assess(inv, apiServer(host), served), nil
+	return adoption.Assess(inv, probe.APIServerAddress(ctx, host), served), nil
 }
 
 // renderedObjects reads nmoverlay render's output: it must hold the nmstate.io CRDs and
@@ -212,7 +211,7 @@ func applyMigration(c client.Client, host string, objs []*unstructured.Unstructu
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return exitError
 		}
-		a, err := assess(inv, host)
+		a, err := assess(ctx, inv, host)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return exitError
@@ -260,16 +259,6 @@ func rollBackMigration(c client.Client, objs []*unstructured.Unstructured, timeo
 
 func printStep(w io.Writer) adoption.Progress {
 	return func(i, n int, step, event string) { fmt.Fprintf(w, "[%d/%d] %s: %s\n", i, n, step, event) }
-}
-
-// apiServer is the API server's address when the kubeconfig names it by address.
-func apiServer(host string) netip.Addr {
-	u, err := url.Parse(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	ip, _ := netip.ParseAddr(u.Hostname())
-	return ip
 }
 
 func printAssessment(w io.Writer, a adoption.Assessment) {

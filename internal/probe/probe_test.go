@@ -195,3 +195,29 @@ func TestBaselineKnowing(t *testing.T) {
 		t.Errorf("a probe not known to fail was checked %d times within Before: want it polled", checks.Load())
 	}
 }
+
+func TestAPIServerAddress(t *testing.T) {
+	ctx := context.Background()
+	for host, want := range map[string]string{
+		"https://192.0.2.10:6443":    "192.0.2.10",
+		"https://[2001:db8::a]:6443": "2001:db8::a",
+		"https://localhost:6443":     "", // resolved: loopback, either family
+		"::not a url":                "invalid",
+	} {
+		got := APIServerAddress(ctx, host)
+		switch want {
+		case "":
+			if !got.IsLoopback() {
+				t.Errorf("%s: %v, want a loopback address", host, got)
+			}
+		case "invalid":
+			if got.IsValid() {
+				t.Errorf("%s: %v, want none", host, got)
+			}
+		default:
+			if got.String() != want {
+				t.Errorf("%s: %v, want %s", host, got, want)
+			}
+		}
+	}
+}

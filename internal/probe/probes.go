@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"time"
 
@@ -121,4 +122,22 @@ func NodeReady(reader client.Reader, nodeName string) Probe {
 		}
 		return fmt.Errorf("node %s reports no Ready condition", nodeName)
 	}}
+}
+
+// APIServerAddress is the address of the API server at host (a kubeconfig's server URL):
+// the URL's own when it is an address, else the first its name resolves to; invalid when
+// neither. The node's route to it is one it needs to reach its cluster.
+func APIServerAddress(ctx context.Context, host string) netip.Addr {
+	u, err := url.Parse(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		return ip
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil || len(ips) == 0 {
+		return netip.Addr{}
+	}
+	return ips[0].Unmap()
 }
