@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 )
@@ -111,41 +112,26 @@ func (t *Takeover) deleteMachineConfigs(ctx context.Context) error {
 // policies runs off the overlay, as its handler reports (a node no nmoverlay handler ever
 // reported on never was on it).
 func (t *Takeover) offOverlayWaiting(ctx context.Context) (string, error) {
-	if waiting, err := t.machineConfigsGoneWaiting(ctx); waiting != "" || err != nil {
-		return waiting, err
+	if left, _, err := t.machineConfigs(ctx); len(left) > 0 || err != nil {
+		return names("not deleted yet", left), err
 	}
-	nodes, states, err := t.nodesOfPolicies(ctx)
-	if err != nil {
-		return "", err
-	}
+	return t.nodesWaiting(OffOverlayWaiting)(ctx)
+}
+
+// OffOverlayWaiting says which of nodes still run on the overlay, as their handlers report
+// it (a node no nmoverlay handler reported on never was on it).
+func OffOverlayWaiting(nodes []string, states map[string]*v1beta1.NodeNetworkState) string {
 	var on []string
 	for _, n := range nodes {
 		if o := overlayOf(states[n]); o != nil && o.Degraded == "" {
 			on = append(on, n)
 		}
 	}
-	if len(on) > 0 {
-		return "still on the overlay (MCO reboots each pool's nodes off it; without MCO, remove the MachineConfig's files and reboot): " +
-			strings.Join(on, ", "), nil
+	if len(on) == 0 {
+		return ""
 	}
-	return "", nil
-}
-
-func (t *Takeover) machineConfigsGoneWaiting(ctx context.Context) (string, error) {
-	var left []*unstructured.Unstructured
-	for _, o := range t.ofKind(false, machineConfigKind) {
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(o.GroupVersionKind())
-		switch err := t.Client.Get(ctx, client.ObjectKeyFromObject(o), got); {
-		case meta.IsNoMatchError(err):
-			return "", nil
-		case err == nil:
-			left = append(left, o)
-		case !apierrors.IsNotFound(err):
-			return "", err
-		}
-	}
-	return names("not deleted yet", left), nil
+	return "still on the overlay (MCO reboots each pool's nodes off it; without MCO, remove the MachineConfig's files and reboot): " +
+		strings.Join(on, ", ")
 }
 
 // nodeBackups are the nodes' backup dirs: as recorded at the end of the move, and as the

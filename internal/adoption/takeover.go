@@ -163,9 +163,9 @@ func (t *Takeover) Steps(namespace string) []Step {
 		{Name: "ask the NMState for the migration (spec.migrateFrom)", Do: t.setMigrateFrom(nmstatev1.MigrateFromKubernetesNMState),
 			Waiting: t.migrateFromWaiting},
 		{Name: "install nmoverlay", Do: t.applyClusterSide, Waiting: t.installWaiting},
-		{Name: "every node's migration plan", Waiting: t.plansWaiting},
+		{Name: "every node's migration plan", Waiting: t.nodesWaiting(PlansWaiting)},
 		{Name: "apply the MachineConfigs", Do: t.applyMachineConfigs, Waiting: t.machineConfigsWaiting},
-		{Name: "every node on the overlay", Waiting: t.overlayWaiting},
+		{Name: "every node on the overlay", Waiting: t.nodesWaiting(OverlayWaiting)},
 		{Name: "record each node's backup and end the migration", Do: t.finish, Waiting: t.finishedWaiting},
 	}
 	for i := range steps {
@@ -539,12 +539,16 @@ func (t *Takeover) nodesOfPolicies(ctx context.Context) ([]string, map[string]*v
 	return nodes, byNode, nil
 }
 
-func (t *Takeover) plansWaiting(ctx context.Context) (string, error) {
-	nodes, states, err := t.nodesOfPolicies(ctx)
-	if err != nil {
-		return "", err
+// nodesWaiting is a step's wait on the nodes policies select: says, given them and their
+// NodeNetworkStates, what it still waits for.
+func (t *Takeover) nodesWaiting(says func([]string, map[string]*v1beta1.NodeNetworkState) string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		nodes, states, err := t.nodesOfPolicies(ctx)
+		if err != nil {
+			return "", err
+		}
+		return says(nodes, states), nil
 	}
-	return PlansWaiting(nodes, states), nil
 }
 
 // PlansWaiting says which of nodes have no plan reported by nmoverlay's handler yet: a
@@ -586,28 +590,28 @@ func (t *Takeover) applyMachineConfigs(ctx context.Context) error {
 // machineConfigsWaiting holds once every MachineConfig rendered is there, or the cluster
 // has no MachineConfig API.
 func (t *Takeover) machineConfigsWaiting(ctx context.Context) (string, error) {
-	var missing []*unstructured.Unstructured
+	_, missing, err := t.machineConfigs(ctx)
+	return names("not applied", missing), err
+}
+
+// machineConfigs splits the rendered MachineConfigs into those the cluster has and those it
+// has not; none of either where it serves no MachineConfig API.
+func (t *Takeover) machineConfigs(ctx context.Context) (present, missing []*unstructured.Unstructured, err error) {
 	for _, o := range t.ofKind(false, machineConfigKind) {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(o.GroupVersionKind())
 		switch err := t.Client.Get(ctx, client.ObjectKeyFromObject(o), got); {
 		case meta.IsNoMatchError(err):
-			return "", nil
+			return nil, nil, nil
 		case apierrors.IsNotFound(err):
 			missing = append(missing, o)
 		case err != nil:
-			return "", err
+			return nil, nil, err
+		default:
+			present = append(present, o)
 		}
 	}
-	return names("not applied", missing), nil
-}
-
-func (t *Takeover) overlayWaiting(ctx context.Context) (string, error) {
-	nodes, states, err := t.nodesOfPolicies(ctx)
-	if err != nil {
-		return "", err
-	}
-	return OverlayWaiting(nodes, states), nil
+	return present, missing, nil
 }
 
 // OverlayWaiting says which of nodes do not run on the overlay yet, with why, as their

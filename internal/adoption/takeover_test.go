@@ -116,6 +116,13 @@ func TestNodesWaiting(t *testing.T) {
 			t.Errorf("%v: overlay waiting %q, want it to end %q", tc.nodes, got, tc.overlays)
 		}
 	}
+	if got, want := OffOverlayWaiting([]string{"kubernetes-nmstate's", "planned", "moved", "on the overlay", "absent"}, states),
+		"still on the overlay (MCO reboots each pool's nodes off it; without MCO, remove the MachineConfig's files and reboot): moved, on the overlay"; got != want {
+		t.Errorf("off the overlay waiting %q, want %q", got, want)
+	}
+	if got := OffOverlayWaiting([]string{"kubernetes-nmstate's", "planned", "absent"}, states); got != "" {
+		t.Errorf("no node on the overlay, yet waiting %q", got)
+	}
 	got := NodeBackups([]string{"moved", "on the overlay", "planned"}, states)
 	want := map[string]NodeBackup{"moved": {Dir: "/var/lib/nmoverlay/migrated/b1", Moved: []string{"br1.nmconnection", "eth1.nmconnection"}}}
 	if !reflect.DeepEqual(got, want) {
