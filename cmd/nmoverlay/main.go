@@ -129,7 +129,16 @@ var renderCommand = command{
 		fs.Var(&policies, "policy", "with --install-manifests: a file of NodeNetworkConfigurationPolicies to create at install time, each checked "+
 			"by the engine's parser first; repeatable or comma-separated")
 		image := fs.String("image", "", "image of the operator, which deploys the handler and the controller with it, name[:tag][@digest] (default deploy/kustomization.yaml's)")
+		var persist listFlag
+		fs.Var(&persist, "persist", "instead, a MachineConfig per pool that lays the profiles of the policies in these files down in the persistent "+
+			"keyfile dir, as the engine builds them: for what a node needs before the cluster is up; repeatable or comma-separated")
 		return func() ([]byte, error) {
+			if persist.set {
+				if *installDir != "" || policies.set || *image != "" {
+					return nil, inputError{errors.New("--persist: not with --install-manifests, --policy or --image (it renders the profiles' MachineConfigs only)")}
+				}
+				return renderPersistent(mc.options(), persist.values)
+			}
 			opts := deploy.Options{Image: *image}
 			// Given but empty is a mistake (an unset variable in a script), not the default.
 			imageSet := false

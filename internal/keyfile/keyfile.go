@@ -21,7 +21,7 @@ func (k File) Lookup(section, key string) (string, bool) {
 // Get is the value of key in section, "" when it is not there.
 func (k File) Get(section, key string) string { return k[section][key] }
 
-// Read parses the key file at path. Escapes other than \s \n \t \\ are kept as is.
+// Read parses the key file at path. Escapes other than \s \n \t \r \\ are kept as is.
 func Read(path string) (File, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,5 +55,5 @@ func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
-	return strings.NewReplacer(`\s`, " ", `\n`, "\n", `\t`, "\t", `\\`, `\`).Replace(s)
+	return strings.NewReplacer(`\s`, " ", `\n`, "\n", `\t`, "\t", `\r`, "\r", `\\`, `\`).Replace(s)
 }

@@ -55,8 +55,13 @@ func Ignition(o Options) ([]byte, error) {
 		return nil, err
 	}
 	o = o.WithDefaults()
+	return ignition(Files(o), Units(o), o.IgnitionVersion)
+}
+
+// ignition is the Ignition config that writes files and units, validated for version.
+func ignition(files []File, units []Unit, version string) ([]byte, error) {
 	cfg := types.Config{Ignition: types.Ignition{Version: DefaultIgnitionVersion}}
-	for _, f := range Files(o) {
+	for _, f := range files {
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
 			Node: types.Node{
 				Path:      f.Path,
@@ -70,7 +75,7 @@ func Ignition(o Options) ([]byte, error) {
 			},
 		})
 	}
-	for _, u := range Units(o) {
+	for _, u := range units {
 		unit := types.Unit{Name: u.Name}
 		if u.Contents != "" {
 			unit.Contents = ptr(u.Contents)
@@ -85,8 +90,8 @@ func Ignition(o Options) ([]byte, error) {
 		return nil, err
 	}
 	versions := []string{DefaultIgnitionVersion}
-	if o.IgnitionVersion != DefaultIgnitionVersion {
-		versions = append(versions, o.IgnitionVersion)
+	if version != DefaultIgnitionVersion {
+		versions = append(versions, version)
 	}
 	var b []byte
 	for _, v := range versions {
@@ -132,6 +137,31 @@ func Render(o Options) ([]MachineConfig, error) {
 			},
 			Spec: MachineConfigSpec{Config: cfg},
 		})
+	}
+	return mcs, nil
+}
+
+// PersistentNameFormat is the name of a pool's MachineConfig of persistent profiles
+// (RenderPersistent): its own, beside the overlay's, so that either changes alone.
+const PersistentNameFormat = "99-%s-nmoverlay-persistent"
+
+// RenderPersistent returns, for each of o's pools, a MachineConfig that writes files (the
+// persistent profiles of policies a node needs before the cluster is up) and nothing else;
+// o's IgnitionVersion applies, and its pools are checked as Render checks them.
+func RenderPersistent(o Options, files []File) ([]MachineConfig, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.WithDefaults()
+	cfg, err := ignition(files, nil, o.IgnitionVersion)
+	if err != nil {
+		return nil, err
+	}
+	var mcs []MachineConfig
+	for _, pool := range o.Pools {
+		mcs = append(mcs, MachineConfig{APIVersion: APIVersion, Kind: Kind,
+			Metadata: ObjectMeta{Name: fmt.Sprintf(PersistentNameFormat, pool), Labels: map[string]string{RoleLabel: pool, ManagedByLabel: ManagedBy}},
+			Spec:     MachineConfigSpec{Config: cfg}})
 	}
 	return mcs, nil
 }

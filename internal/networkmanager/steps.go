@@ -22,6 +22,16 @@ type host struct {
 	owned    map[string]profile // by key (state.Interface.Key)
 	devs     map[string]device  // by key
 	current  func() (state.State, error)
+	// uuid, when set, is the UUID of a new profile for key; random otherwise.
+	uuid func(key string) string
+}
+
+// newUUID is the UUID of a new profile for key.
+func (h *host) newUUID(key string) string {
+	if h.uuid != nil {
+		return h.uuid(key)
+	}
+	return newUUID()
 }
 
 func (c *Client) readHost(ctx context.Context) (*host, error) {
@@ -241,7 +251,7 @@ func (h *host) uuidOf(key string) string {
 	if p, ok := h.owned[key]; ok {
 		return p.settings.str("connection", "uuid")
 	}
-	return newUUID()
+	return h.newUUID(key)
 }
 
 // routeCarriers are the interfaces whose profiles r changes: a route to add goes on its
@@ -392,7 +402,7 @@ func (h *host) build(it state.Interface, pl *applySteps, prune bool) (settings, 
 	case isOwned:
 		uuid = owned.settings.str("connection", "uuid")
 	default:
-		uuid = newUUID()
+		uuid = h.newUUID(key)
 	}
 	return buildProfile(it, typ, base, baseUUID, p, uuid)
 }
