@@ -213,19 +213,22 @@ func (t *Takeover) backUp(ctx context.Context, namespace string) error {
 		return err
 	}
 	objs := slices.Concat(found[roleOLM], found[roleOperator], found[roleOperand])
-	for _, gvk := range []schema.GroupVersionKind{crdKind, nmstatev1.GroupVersion.WithKind("NMState")} {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := t.Client.List(ctx, l); err != nil {
-			return fmt.Errorf("listing %ss: %w", gvk.Kind, err)
+	for _, name := range CRDNames {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(crdKind)
+		if err := t.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return fmt.Errorf("reading the CRD %s: %w", name, err)
 		}
-		for i := range l.Items {
-			o := &l.Items[i]
-			o.SetGroupVersionKind(gvk)
-			if gvk != crdKind || slices.Contains(CRDNames, o.GetName()) {
-				objs = append(objs, o)
-			}
-		}
+		objs = append(objs, crd)
+	}
+	nmstates := &unstructured.UnstructuredList{}
+	nmstates.SetGroupVersionKind(nmstatev1.GroupVersion.WithKind("NMStateList"))
+	if err := t.Client.List(ctx, nmstates); err != nil {
+		return fmt.Errorf("listing NMStates: %w", err)
+	}
+	for i := range nmstates.Items {
+		nmstates.Items[i].SetGroupVersionKind(nmstatev1.GroupVersion.WithKind("NMState"))
+		objs = append(objs, &nmstates.Items[i])
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: BackupName, Namespace: namespace,
 		Labels: map[string]string{BackupLabel: nmstatev1.MigrateFromKubernetesNMState}}, Data: map[string]string{}}
