@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -16,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -81,12 +78,8 @@ var _ = Describe("nmoverlay migrate on a cluster running kubernetes-nmstate", Or
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(a.Stop)
 		c = a.Client
-		user, err := a.Env.AddUser(envtest.User{Name: "cluster-admin", Groups: []string{"system:masters"}}, nil)
+		kubeconfig, err = a.AdminKubeconfig(GinkgoT().TempDir())
 		Expect(err).NotTo(HaveOccurred())
-		kc, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
 		bin, err = kit.Binary("cmd/nmoverlay")
 		Expect(err).NotTo(HaveOccurred())
 

@@ -205,3 +205,18 @@ func OpenCRD(group, version, kind, plural string, namespaced bool) *apiextension
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
 					XPreserveUnknownFields: &open}}}}}}
 }
+
+// AdminKubeconfig writes into dir a kubeconfig of a cluster administrator (system:masters)
+// of a's API server, for commands run as an administrator runs them, and returns its path.
+func (a *API) AdminKubeconfig(dir string) (string, error) {
+	user, err := a.Env.AddUser(envtest.User{Name: "cluster-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}
