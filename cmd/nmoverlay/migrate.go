@@ -227,8 +227,11 @@ func applyMigration(c client.Client, host string, objs []*unstructured.Unstructu
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
-	fmt.Fprintf(stdout, "The move is done: nmoverlay runs every policy, and kubernetes-nmstate's objects are kept in %s/%s.\n",
-		namespace, adoption.BackupName)
+	where := namespace
+	if b, err := adoption.FindBackup(ctx, c); err == nil && b != nil {
+		where += "/" + b.Name
+	}
+	fmt.Fprintf(stdout, "The move is done: nmoverlay runs every policy, and kubernetes-nmstate's objects are kept in %s.\n", where)
 	return exitOK
 }
 

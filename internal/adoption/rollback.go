@@ -49,14 +49,14 @@ const restoredKey = "restored.yaml"
 //     its CSV), or its operator is scaled back; its handler runs on every node it selects;
 //  6. the backup is labelled rolled-back, kept as a record.
 func (t *Takeover) RollbackSteps(backup *corev1.ConfigMap) []Step {
-	namespace := backup.Namespace
 	steps := []Step{
 		{Name: "remove the MachineConfigs", Do: t.deleteMachineConfigs, Waiting: t.offOverlayWaiting},
 		{Name: "restore each node's moved profiles", Do: t.startRestores, Waiting: t.restoresWaiting},
 		{Name: "remove nmoverlay", Do: t.uninstall, Waiting: t.uninstallWaiting},
 		{Name: "give the nmstate.io CRDs back to kubernetes-nmstate", Do: t.restoreCRDs, Waiting: t.restoredCRDsWaiting},
 		{Name: "start kubernetes-nmstate again", Do: t.restartKubernetesNMState, Waiting: t.kubernetesNMStateWaiting},
-		{Name: "end the rollback", Do: func(ctx context.Context) error { return t.markRolledBack(ctx, namespace) }, Waiting: t.rolledBackWaiting},
+		{Name: "end the rollback", Do: func(ctx context.Context) error { return t.markRolledBack(ctx, client.ObjectKeyFromObject(backup)) },
+			Waiting: t.rolledBackWaiting},
 	}
 	for i := range steps {
 		waiting := steps[i].Waiting
@@ -519,8 +519,8 @@ func (t *Takeover) kubernetesNMStateWaiting(ctx context.Context) (string, error)
 }
 
 // markRolledBack labels the backup as a record: a later move starts afresh.
-func (t *Takeover) markRolledBack(ctx context.Context, namespace string) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: BackupName}}
+func (t *Takeover) markRolledBack(ctx context.Context, backup client.ObjectKey) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: backup.Namespace, Name: backup.Name}}
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+BackupLabel+`":"`+RolledBack+`"}}}`))
 	return client.IgnoreNotFound(t.Client.Patch(ctx, cm, patch))
 }

@@ -239,10 +239,29 @@ func (t *Takeover) backUp(ctx context.Context, namespace string) error {
 		}
 		cm.Data[BackupKey(o)] = string(b)
 	}
-	if err := t.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("writing the backup %s/%s: %w", namespace, BackupName, err)
+	// The first free name: nmoverlay-migration, then -2, -3... after moves rolled back,
+	// whose backups stay as records.
+	for n := 1; n <= 100; n++ {
+		cm.Name = BackupName
+		if n > 1 {
+			cm.Name = fmt.Sprintf("%s-%d", BackupName, n)
+		}
+		err := t.Client.Create(ctx, cm)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("writing the backup %s/%s: %w", namespace, cm.Name, err)
+		}
+		taken := &corev1.ConfigMap{}
+		if err := t.Client.Get(ctx, client.ObjectKeyFromObject(cm), taken); err != nil {
+			return fmt.Errorf("reading %s/%s: %w", namespace, cm.Name, err)
+		}
+		if taken.Labels[BackupLabel] == nmstatev1.MigrateFromKubernetesNMState {
+			return nil // this move's own, written by a run whose answer was lost
+		}
 	}
-	return nil
+	return fmt.Errorf("no free name for the backup in %s: delete old %s-N records", namespace, BackupName)
 }
 
 // BackupKey is an object's key in the backup: kind, namespace and name, as a ConfigMap key

@@ -384,7 +384,7 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 		Expect(c.Status().Update(ctx, handler)).To(Succeed())
 	})
 
-	It("rolls back: ends, keeping the backup as a record; a later move starts afresh", func() {
+	It("rolls back: ends, keeping the backup as a record; a later move starts afresh beside it", func() {
 		out, code := migrate("--rollback", rendered, "--timeout", "20s")
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("The rollback is done"))
@@ -396,5 +396,15 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 		out, code = migrate("--rollback", rendered, "--timeout", "20s")
 		Expect(code).To(Equal(1))
 		Expect(out).To(ContainSubstring("no move to roll back"))
+
+		out, code = migrate("--apply", rendered, "--timeout", "2s")
+		Expect(code).To(Equal(1), "it waits for kubernetes-nmstate's operator to stop, as before")
+		Expect(out).To(ContainSubstring("[1/11] back up kubernetes-nmstate's objects: done"))
+		Expect(out).NotTo(ContainSubstring("Resuming"))
+		fresh := &corev1.ConfigMap{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: adoption.BackupName + "-2"}, fresh)).To(Succeed(), "a new backup beside the record")
+		Expect(fresh.Labels).To(HaveKeyWithValue(adoption.BackupLabel, "kubernetes-nmstate"))
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: adoption.BackupName}, cm)).To(Succeed())
+		Expect(cm.Labels).To(HaveKeyWithValue(adoption.BackupLabel, adoption.RolledBack), "the record stays as it was")
 	})
 })
