@@ -90,7 +90,7 @@ func Read(ctx context.Context, c client.Reader) (*Inventory, error) {
 		return nil, fmt.Errorf("listing Deployments: %w", err)
 	}
 	for _, d := range deployments.Items {
-		if d.Name == operatorName || d.Labels[appLabel] == operatorApp || d.Labels[appLabel] == operandApp {
+		if deploymentRole(d.Name, d.Labels) != roleNone {
 			inv.Components = append(inv.Components, Component{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name,
 				Images: images(d.Spec.Template.Spec), Ready: d.Status.ReadyReplicas, Desired: replicas(d.Spec.Replicas)})
 		}
@@ -100,7 +100,7 @@ func Read(ctx context.Context, c client.Reader) (*Inventory, error) {
 		return nil, fmt.Errorf("listing DaemonSets: %w", err)
 	}
 	for _, d := range daemonSets.Items {
-		if d.Spec.Template.Labels["component"] == handlerComponent || d.Labels[appLabel] == operandApp {
+		if operandDaemonSet(d.Labels, d.Spec.Template.Labels) {
 			inv.Components = append(inv.Components, Component{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name,
 				Images: images(d.Spec.Template.Spec), Ready: d.Status.NumberReady, Desired: d.Status.DesiredNumberScheduled})
 		}
@@ -113,7 +113,7 @@ func Read(ctx context.Context, c client.Reader) (*Inventory, error) {
 		return nil, fmt.Errorf("listing ClusterServiceVersions: %w", err)
 	default:
 		for _, o := range csvs.Items {
-			if strings.HasPrefix(o.GetName(), operatorApp+".") {
+			if operatorCSVName(o.GetName()) {
 				version, _, _ := unstructured.NestedString(o.Object, "spec", "version")
 				phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 				inv.CSVs = append(inv.CSVs, CSV{Namespace: o.GetNamespace(), Name: o.GetName(), Version: version, Phase: phase})
@@ -158,6 +158,27 @@ func Read(ctx context.Context, c client.Reader) (*Inventory, error) {
 	inv.Policies, inv.Enactments, inv.States, inv.Nodes = policies.Items, enactments.Items, states.Items, nodes.Items
 	return inv, nil
 }
+
+// deploymentRole is what a Deployment of this name and these labels is of kubernetes-nmstate's:
+// its operator (by name or label), one of its operands (by label), or none.
+func deploymentRole(name string, labels map[string]string) role {
+	switch {
+	case name == operatorName || labels[appLabel] == operatorApp:
+		return roleOperator
+	case labels[appLabel] == operandApp:
+		return roleOperand
+	}
+	return roleNone
+}
+
+// operandDaemonSet: a DaemonSet of kubernetes-nmstate's, by its label or its pods' (the
+// handler's component).
+func operandDaemonSet(labels, podLabels map[string]string) bool {
+	return labels[appLabel] == operandApp || podLabels["component"] == handlerComponent
+}
+
+// operatorCSVName: an OLM ClusterServiceVersion of kubernetes-nmstate's operator, by name.
+func operatorCSVName(name string) bool { return strings.HasPrefix(name, operatorApp+".") }
 
 // Namespace is kubernetes-nmstate's namespace: its operator's, else its CSV's, else its
 // first workload's.

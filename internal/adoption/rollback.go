@@ -49,7 +49,7 @@ const restoredKey = "restored.yaml"
 //     its CSV), or its operator is scaled back; its handler runs on every node it selects;
 //  6. the backup is labelled rolled-back, kept as a record.
 func (t *Takeover) RollbackSteps(backup *corev1.ConfigMap) []Step {
-	steps := []Step{
+	return []Step{
 		{Name: "remove the MachineConfigs", Do: t.deleteMachineConfigs, Waiting: t.offOverlayWaiting},
 		{Name: "restore each node's moved profiles", Do: t.startRestores, Waiting: t.restoresWaiting},
 		{Name: "remove nmoverlay", Do: t.uninstall, Waiting: t.uninstallWaiting},
@@ -58,16 +58,6 @@ func (t *Takeover) RollbackSteps(backup *corev1.ConfigMap) []Step {
 		{Name: "end the rollback", Do: func(ctx context.Context) error { return t.markRolledBack(ctx, client.ObjectKeyFromObject(backup)) },
 			Waiting: t.rolledBackWaiting},
 	}
-	for i := range steps {
-		waiting := steps[i].Waiting
-		steps[i].Waiting = func(ctx context.Context) (string, error) {
-			if over, err := t.rolledBackWaiting(ctx); err != nil || over == "" {
-				return "", err
-			}
-			return waiting(ctx)
-		}
-	}
-	return steps
 }
 
 // backup is the move's backup ConfigMap, which every rollback step reads.

@@ -25,8 +25,23 @@ type Progress func(step int, of int, name, event string)
 
 // Run takes the steps in order: a step that holds is passed over; one that does not is
 // done, then waited for, polling every poll, until it holds. When ctx ends first, the
-// error names the step and what it still waits for; running again resumes there.
+// error names the step and what it still waits for; running again resumes there. Steps
+// whose last holds are over, each held: a later step may undo what an earlier one did
+// (the move's end removes the spec.migrateFrom its sixth step set), which a run after the
+// end must not do again.
 func Run(ctx context.Context, steps []Step, poll time.Duration, progress Progress) error {
+	if len(steps) > 0 {
+		over, err := steps[len(steps)-1].Waiting(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", steps[len(steps)-1].Name, err)
+		}
+		if over == "" {
+			for i, s := range steps {
+				progress(i+1, len(steps), s.Name, "held already")
+			}
+			return nil
+		}
+	}
 	for i, s := range steps {
 		waiting, err := s.Waiting(ctx)
 		if err != nil {

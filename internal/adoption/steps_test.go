@@ -61,3 +61,19 @@ func TestRun(t *testing.T) {
 		t.Errorf("a failing step: %v", err)
 	}
 }
+
+// Once the last step holds the steps are over: an earlier step a later one undid (the
+// move's end removes what its sixth step set) is not done again.
+func TestRunOver(t *testing.T) {
+	did := 0
+	undone := Step{Name: "set", Do: func(context.Context) error { did++; return nil },
+		Waiting: func(context.Context) (string, error) { return "unset by the end", nil }}
+	end := Step{Name: "end", Waiting: func(context.Context) (string, error) { return "", nil }}
+	var events []string
+	err := Run(context.Background(), []Step{undone, end}, time.Millisecond, func(i, n int, name, event string) {
+		events = append(events, name+": "+event)
+	})
+	if err != nil || did != 0 || strings.Join(events, "|") != "set: held already|end: held already" {
+		t.Errorf("err %v, done %d times, progress %q: want every step held and none done", err, did, events)
+	}
+}

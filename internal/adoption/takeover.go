@@ -82,21 +82,14 @@ func roleOf(o *unstructured.Unstructured) role {
 			return roleOLM
 		}
 	case csvObjectKind:
-		if strings.HasPrefix(o.GetName(), operatorApp+".") && labels[olmCopiedLabel] == "" {
+		if operatorCSVName(o.GetName()) && labels[olmCopiedLabel] == "" {
 			return roleOLM
 		}
 	case appsv1.SchemeGroupVersion.WithKind("Deployment"):
-		switch {
-		case o.GetName() == operatorName || labels[appLabel] == operatorApp:
-			return roleOperator
-		case labels[appLabel] == operandApp:
-			return roleOperand
-		}
+		return deploymentRole(o.GetName(), labels)
 	case appsv1.SchemeGroupVersion.WithKind("DaemonSet"):
-		if labels[appLabel] == operandApp {
-			return roleOperand
-		}
-		if c, _, _ := unstructured.NestedString(o.Object, "spec", "template", "metadata", "labels", "component"); c == handlerComponent {
+		podLabels, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+		if operandDaemonSet(labels, podLabels) {
 			return roleOperand
 		}
 	case mutatingKind, validatingKind:
@@ -150,10 +143,10 @@ func (t *Takeover) kubernetesNMState(ctx context.Context) (map[role][]*unstructu
 //  10. every such node runs on the overlay;
 //  11. each node's backup dir is recorded beside the rest, and spec.migrateFrom removed.
 //
-// Once the last holds, the move is over and every step holds: spec.migrateFrom, set by the
-// sixth, is gone by then.
+// Once the last holds, the move is over (Run passes over every step then): spec.migrateFrom,
+// set by the sixth, is gone by then.
 func (t *Takeover) Steps(namespace string) []Step {
-	steps := []Step{
+	return []Step{
 		{Name: "back up kubernetes-nmstate's objects", Do: func(ctx context.Context) error { return t.backUp(ctx, namespace) },
 			Waiting: t.backupWaiting},
 		{Name: "stop OLM's install of kubernetes-nmstate", Do: t.deleteAll(roleOLM), Waiting: t.goneWaiting(roleOLM)},
@@ -168,16 +161,6 @@ func (t *Takeover) Steps(namespace string) []Step {
 		{Name: "every node on the overlay", Waiting: t.nodesWaiting(OverlayWaiting)},
 		{Name: "record each node's backup and end the migration", Do: t.finish, Waiting: t.finishedWaiting},
 	}
-	for i := range steps {
-		waiting := steps[i].Waiting
-		steps[i].Waiting = func(ctx context.Context) (string, error) {
-			if over, err := t.finishedWaiting(ctx); err != nil || over == "" {
-				return "", err
-			}
-			return waiting(ctx)
-		}
-	}
-	return steps
 }
 
 // FindBackup is the backup ConfigMap of a move under way or done, nil when none is.
@@ -714,8 +697,8 @@ func (t *Takeover) finishedWaiting(ctx context.Context) (string, error) {
 	if cm == nil || cm.Data[backupNodesKey] == "" {
 		return "the nodes' backups are not recorded", nil
 	}
-	nm := &nmstatev1.NMState{}
-	if err := t.Client.Get(ctx, client.ObjectKey{Name: nmstatev1.NMStateName}, nm); err != nil {
+	nm, err := t.nmstate(ctx)
+	if err != nil {
 		return "", err
 	}
 	if nm.Spec.MigrateFrom != "" {
