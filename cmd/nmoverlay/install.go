@@ -134,18 +134,30 @@ func checkPolicy(d *unstructured.Unstructured) ([]state.Need, error) {
 	if d.GetNamespace() != "" {
 		return nil, errors.New("metadata.namespace: policies are cluster-scoped")
 	}
-	var spec struct {
-		Capture      map[string]string `json:"capture"`
-		DesiredState json.RawMessage   `json:"desiredState"`
+	spec, err := specOf(d)
+	if err != nil {
+		return nil, err
 	}
+	return checkDesired(spec.Capture, spec.DesiredState)
+}
+
+// policySpec is the part of a policy's spec the commands read.
+type policySpec struct {
+	Capture      map[string]string `json:"capture"`
+	DesiredState json.RawMessage   `json:"desiredState"`
+}
+
+// specOf decodes a policy document's spec; a null desiredState is none.
+func specOf(d *unstructured.Unstructured) (policySpec, error) {
+	var spec policySpec
 	raw, _ := json.Marshal(d.Object["spec"])
 	if err := json.Unmarshal(raw, &spec); err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
+		return spec, fmt.Errorf("spec: %w", err)
 	}
 	if string(spec.DesiredState) == "null" {
 		spec.DesiredState = nil
 	}
-	return checkDesired(spec.Capture, spec.DesiredState)
+	return spec, nil
 }
 
 // checkDesired parses a policy's captures and desired state as the handler will, without

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -29,13 +28,9 @@ func renderPersistent(o machineconfigs.Options, files []string) ([]byte, error) 
 		}
 		for _, p := range policies {
 			where := fmt.Sprintf("--persist %s: policy %s", file, p.GetName())
-			var spec struct {
-				Capture      map[string]string `json:"capture"`
-				DesiredState json.RawMessage   `json:"desiredState"`
-			}
-			raw, _ := json.Marshal(p.Object["spec"])
-			if err := json.Unmarshal(raw, &spec); err != nil {
-				return nil, inputError{fmt.Errorf("%s: spec: %w", where, err)}
+			spec, err := specOf(p) // readPolicies checked it
+			if err != nil {
+				return nil, inputError{fmt.Errorf("%s: %w", where, err)}
 			}
 			if len(spec.Capture) > 0 || bytes.Contains(spec.DesiredState, []byte("{{")) {
 				return nil, inputError{fmt.Errorf("%s: spec.capture: a captured value is each node's own, and a MachineConfig "+
