@@ -807,7 +807,12 @@ var deviceStates = map[uint32]string{
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
+	return formatUUID(b, 4)
+}
+
+// formatUUID is b as an RFC 4122 UUID of version (4 random, 5 name-based).
+func formatUUID(b [16]byte, version byte) string {
+	b[6] = b[6]&0x0f | version<<4
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

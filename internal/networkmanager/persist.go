@@ -101,9 +101,7 @@ func persistentUUID(key string) string {
 	h.Write([]byte("nmoverlay-persistent://" + key))
 	var b [16]byte
 	copy(b[:], h.Sum(nil))
-	b[6] = b[6]&0x0f | 0x50
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return formatUUID(b, 5)
 }
 
 // keyfileOf is s as NetworkManager's keyfile plugin writes it (nm-settings-keyfile(5)):
