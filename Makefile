@@ -3,12 +3,18 @@
 
 GO        ?= go
 BIN       := bin
-GOFLAGS_BUILD := -trimpath -ldflags=-s\ -w
+# One version for every binary and image (hack/version.sh: internal/version/RELEASE, and the
+# commit between releases).
+VERSION   := $(shell hack/version.sh)
+GOFLAGS_BUILD := -trimpath -ldflags="-s -w $(shell hack/version.sh --ldflags)"
 export CGO_ENABLED := 0
 
-.PHONY: verify-generated image test-image all build test test-unit test-integration test-node test-faults test-boot test-vm vm-image bench demo generate lint deps rootfs node-rootfs node-images kube-assets clean
+.PHONY: version verify-generated image test-image all build test test-unit test-integration test-node test-faults test-boot test-vm vm-image bench demo generate lint deps rootfs node-rootfs node-images kube-assets clean
 
 all: build
+
+version:
+	@echo $(VERSION)
 
 build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/...

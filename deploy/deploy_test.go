@@ -17,6 +17,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
 // source is the kustomization and its resources as read from disk, parsed here
@@ -483,6 +484,17 @@ func TestOperandImage(t *testing.T) {
 			if ns := s.(map[string]any)["namespace"]; ns != "elsewhere" {
 				t.Errorf("%s: a subject in namespace %v, want elsewhere", id(o), ns)
 			}
+		}
+	}
+}
+
+// The manifests install the image of the release they are part of: its tag is the
+// release (internal/version/RELEASE), so that a release's deploy/ never installs another's.
+func TestImageTagIsTheRelease(t *testing.T) {
+	src := readSource(t)
+	for _, i := range src.Images {
+		if i.Name == deploy.ImageName && i.NewTag != version.Release() {
+			t.Errorf("%s: image %s has tag %q; the release is %q (internal/version/RELEASE)", deploy.KustomizationFile, i.NewName, i.NewTag, version.Release())
 		}
 	}
 }

@@ -4,12 +4,14 @@
 #
 #   hack/image.sh [--oci-archive PATH]
 #
-# IMAGE names the image (default localhost/nmoverlay:dev); --oci-archive also writes it to
+# IMAGE names the image (default localhost/nmoverlay:VERSION, hack/version.sh's version,
+# which every binary in it reports); --oci-archive also writes it to
 # PATH as an OCI archive (podman load, skopeo copy oci-archive:PATH docker://...). Installs
 # buildah when it is missing. Needs root.
 set -euo pipefail
 
-IMAGE="${IMAGE:-localhost/nmoverlay:dev}"
+VERSION=$("$(dirname "$0")/version.sh")
+IMAGE="${IMAGE:-localhost/nmoverlay:$VERSION}"
 archive=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,12 +36,12 @@ ctx=$(mktemp -d)
 trap 'rm -rf "$ctx" ${policy:+"$policy"}' EXIT
 
 echo "image.sh: building the binaries" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/" ./cmd/...
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(hack/version.sh --ldflags)" -o "$ctx/" ./cmd/...
 
-meta=()
+meta=(--label "org.opencontainers.image.version=$VERSION")
 if rev=$(git rev-parse HEAD 2>/dev/null); then
   git diff --quiet HEAD 2>/dev/null || rev="$rev-dirty"
-  meta=(--label "org.opencontainers.image.revision=$rev")
+  meta+=(--label "org.opencontainers.image.revision=$rev")
 fi
 # Reproducible: the created time (of the image and of every file in it) is the commit's, as
 # SOURCE_DATE_EPOCH says, so the same binaries give the same image ID and a rebuild of an
@@ -55,6 +57,14 @@ buildah bud "${policy_args[@]}" --isolation "$BUILDAH_ISOLATION" "${meta[@]}" \
 # The image this tag named before, if nothing else names or uses it now.
 if [ -n "$previous" ] && buildah images -q --no-trunc --filter dangling=true | grep -qx "$previous"; then
   buildah rmi "$previous" >/dev/null 2>&1 || true
+fi
+# The default name's earlier builds of this release (one tag per commit): untagged, and
+# removed where nothing else names or uses them.
+repo=${IMAGE%:*}
+if [ "$IMAGE" = "localhost/nmoverlay:$VERSION" ]; then
+  release=${VERSION%%-*}
+  buildah images --format '{{.Name}}:{{.Tag}}' "$repo" 2>/dev/null | grep "^$repo:$release-" | grep -vx "$IMAGE" |
+    while read -r old; do buildah rmi "$old" >/dev/null 2>&1 || true; done
 fi
 
 if [ -n "$archive" ]; then

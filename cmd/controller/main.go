@@ -29,10 +29,12 @@ func main() {
 	// alone. The API server's priority and fairness still applies.
 	qps := flag.Float64("kube-api-qps", 200, "requests per second to the API server the controller may send (client-go's rate limiter)")
 	burst := flag.Int("kube-api-burst", 400, "burst of requests to the API server above --kube-api-qps")
+	printVersion := serving.VersionFlag()
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	serving.Announce("controller", *printVersion)
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	if err := run(cfg, *leaderElect, *leaseNamespace, serving.Metrics(*metricsAddr, *metricsSecure), *probeAddr); err != nil {

@@ -94,10 +94,12 @@ func main() {
 	flag.BoolVar(&o.reapplyDrift, "reapply-drift", false,
 		"re-apply every policy whose committed state is changed outside nmoverlay (default: only policies annotated "+
 			node.DriftAnnotation+"="+node.DriftReapply+"; the others are reported Failing)")
+	printVersion := serving.VersionFlag()
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	serving.Announce("handler", *printVersion)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
 // Exit codes.
@@ -56,6 +58,7 @@ Commands:
              (--from BACKUP; the latest by default), where the overlay is not mounted
   install    copy this binary to --to (the handler DaemonSet's init container: the host's
              /usr/local/bin mounted there), replacing it atomically
+  version    print nm-overlay's version, the commit it was built from and Go's release
 
 Exit codes: 0 ok, 1 degraded or failed, 2 usage.
 `
@@ -73,6 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	cmd := args[0]
+	if cmd == "version" {
+		fmt.Fprintln(stdout, version.String("nm-overlay"))
+		return exitOK
+	}
 	f, ok := parseFlags(cmd, args[1:], stderr)
 	if !ok {
 		return exitUsage
@@ -262,9 +269,13 @@ func report(r overlay.Report, err error) {
 	log(prio, status, map[string]string{"NMOVERLAY_RESULT": result})
 }
 
+// log writes to the journal under systemd (every entry names the version that wrote it:
+// NMOVERLAY_VERSION), else to stderr.
 func log(prio journal.Priority, msg string, fields map[string]string) {
 	if os.Getenv("INVOCATION_ID") != "" && journal.Enabled() {
-		if journal.Send(msg, prio, fields) == nil {
+		f := map[string]string{"NMOVERLAY_VERSION": version.Version}
+		maps.Copy(f, fields)
+		if journal.Send(msg, prio, f) == nil {
 			return
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -59,5 +61,14 @@ func TestInstallCopiesItself(t *testing.T) {
 	}
 	if st, _ := os.Stat(dst); st.Mode().Perm() != 0o755 {
 		t.Errorf("mode %v", st.Mode())
+	}
+}
+
+// version needs no layout: it answers on a host the MachineConfig never reached.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &stdout, &stderr); code != exitOK ||
+		!strings.HasPrefix(stdout.String(), "nm-overlay "+version.Version+" ") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/internal/atomicfile"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
 const usage = `nmoverlay: render nmoverlay's cluster configuration, check policies
@@ -29,6 +30,7 @@ Usage:
   nmoverlay machineconfigs [flags]   MachineConfig YAML for oc apply -f -
   nmoverlay validate FILE|DIR...     check policy manifests offline, as the handler parses them
   nmoverlay migrate [flags]          whether a kubernetes-nmstate cluster can move now (and --apply: the move, --rollback: undo it)
+  nmoverlay version                  nmoverlay's version, the commit it was built from, Go's release
   nmoverlay help
 
 Run "nmoverlay render -h" or "nmoverlay machineconfigs -h" for the flags.
@@ -56,6 +58,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runValidate(args[1:], stdout, stderr)
 	case "migrate":
 		return runMigrate(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, version.String("nmoverlay"))
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

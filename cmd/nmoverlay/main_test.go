@@ -16,6 +16,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
 // parseDocs splits multi-document YAML and parses each document strictly.
@@ -432,5 +433,12 @@ func TestInstallManifestsRefusesBadInput(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"render", "--install-manifests", t.TempDir(), "-o", "x.yaml"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "-o: not with --install-manifests") {
 		t.Errorf("-o with --install-manifests: exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"version"}, &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), "nmoverlay "+version.Version+" ") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }

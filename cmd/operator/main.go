@@ -42,10 +42,12 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.ControllerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.ControllerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
+	printVersion := serving.VersionFlag()
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	serving.Announce("operator", *printVersion)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "operator:", err)
 		os.Exit(1)

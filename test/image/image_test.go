@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -280,6 +281,21 @@ var _ = Describe("the image hack/image.sh builds", Ordered, ContinueOnFailure, f
 			Expect(err).NotTo(HaveOccurred(), cmd)
 			Expect(libs).To(BeEmpty(), cmd)
 			Expect(f.Close()).To(Succeed())
+		}
+	})
+
+	// One version (hack/version.sh) in the image's label and in every binary of it.
+	It("carries one version, in its label and in every command it holds", func() {
+		want, err := exec.Command("../../hack/version.sh").Output()
+		Expect(err).NotTo(HaveOccurred())
+		version := strings.TrimSpace(string(want))
+		Expect(config.Labels).To(HaveKeyWithValue("org.opencontainers.image.version", version))
+		for cmd, arg := range map[string]string{"/nmoverlay": "version", "/nm-overlay": "version", "/handler": "--version",
+			"/controller": "--version", "/operator": "--version"} {
+			out, err := exec.Command(filepath.Join(rootfs, cmd), arg).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "%s %s: %s", cmd, arg, out)
+			Expect(strings.Fields(string(out))).To(HaveExactElements(filepath.Base(cmd), version, "(commit", ContainSubstring(""), HavePrefix("go"), runtime.GOOS+"/"+runtime.GOARCH),
+				"%s %s: %s", cmd, arg, out)
 		}
 	})
 
