@@ -9,7 +9,7 @@ VERSION   := $(shell hack/version.sh)
 GOFLAGS_BUILD := -trimpath -ldflags="-s -w $(shell hack/version.sh --ldflags)"
 export CGO_ENABLED := 0
 
-.PHONY: version verify-generated image test-image all build test test-unit test-integration test-node test-faults test-boot test-vm vm-image bench demo generate lint deps rootfs node-rootfs node-images kube-assets clean
+.PHONY: version verify-generated image test-image all build test test-unit test-integration test-node test-faults test-boot test-upgrade test-vm vm-image bench demo generate lint deps rootfs node-rootfs node-images kube-assets clean
 
 all: build
 
@@ -20,7 +20,7 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/...
 
 # Every tier. Under CI=true a tier that cannot run fails instead of skipping.
-test: lint test-unit test-integration test-image test-node test-faults test-boot test-vm
+test: lint test-unit test-integration test-image test-node test-faults test-boot test-upgrade test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -83,6 +83,18 @@ test-boot: node-rootfs kube-assets node-images
 	  NMOVERLAY_ETCDUTL="$$(hack/etcdutl.sh)/etcdutl" \
 	  KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -timeout 30m -tags boot ./test/boot/...
 
+# Version N of the upgrade tier: the last commit before versions were stamped (issue 34).
+# hack/upgrade-from.sh builds its image, CLI and manifests from a worktree, once.
+UPGRADE_FROM := c103c70e5bdc286f4e2a3739d7d72e4cd0b9590b
+
+# N installed on the local cluster with policies in force, upgraded to this tree with
+# kubectl apply -k, its MachineConfig rolled one reboot at a time, downgraded back to N, then
+# an N and an N+1 handler under one N+1 controller. Root, like test-boot.
+test-upgrade: node-rootfs kube-assets node-images
+	. hack/common.sh && NMOVERLAY_UPGRADE_FROM="$$(hack/upgrade-from.sh $(UPGRADE_FROM))" \
+	  NMOVERLAY_NODE_ROOTFS="$$(hack/node-rootfs.sh)" NMOVERLAY_NODE_IMAGES="$$CACHE/node-images" \
+	  KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -timeout 15m -v -tags upgrade ./test/upgrade/... -ginkgo.v
+
 # The VM tier's two guests, built at once (each is cached): Debian 12's and Debian 13's.
 vm-image: rootfs
 	@hack/vm-image.sh >/dev/null & t=$$!; hack/vm-image-trixie.sh >/dev/null; s=$$?; wait $$t && exit $$s
@@ -124,6 +136,7 @@ lint: verify-generated
 	$(GO) vet -tags boot ./test/boot/...
 	$(GO) vet -tags integration ./test/integration/... ./test/apiload/...
 	$(GO) vet -tags vm ./test/vm/...
+	$(GO) vet -tags upgrade ./test/upgrade/...
 	$(GO) vet -tags image ./test/image/...
 
 clean:

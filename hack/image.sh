@@ -63,8 +63,9 @@ fi
 repo=${IMAGE%:*}
 if [ "$IMAGE" = "localhost/nmoverlay:$VERSION" ]; then
   release=${VERSION%%-*}
-  buildah images --format '{{.Name}}:{{.Tag}}' "$repo" 2>/dev/null | grep "^$repo:$release-" | grep -vx "$IMAGE" |
-    while read -r old; do buildah rmi "$old" >/dev/null 2>&1 || true; done
+  for old in $(buildah images --format '{{.Name}}:{{.Tag}}' "$repo" 2>/dev/null | grep "^$repo:$release-" | grep -vx "$IMAGE" || true); do
+    buildah rmi "$old" >/dev/null 2>&1 || true
+  done
 fi
 
 if [ -n "$archive" ]; then

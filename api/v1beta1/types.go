@@ -76,8 +76,10 @@ type CaptureMetaInfo struct {
 // <node>.<policy>, and it is owned by the Node. It has no status subresource (unlike
 // kubernetes-nmstate's): the cluster controller creates each one with its status (Pending,
 // or Progressing with its grant), so a node waiting for a rollout slot costs one write, not
-// two; the admission policy keeps a handler to the status of its own enactments.
+// two; the admission policy keeps a handler to the status of its own enactments. Unknown
+// fields at its root are kept, as kubernetes-nmstate's CRD keeps them.
 // +kubebuilder:object:root=true
+// +kubebuilder:pruning:PreserveUnknownFields
 // +kubebuilder:resource:path=nodenetworkconfigurationenactments,shortName=nnce;nnces,scope=Cluster
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.status=="True")].type`
 // +kubebuilder:printcolumn:name="Status Age",type=date,JSONPath=`.status.conditions[?(@.status=="True")].lastTransitionTime`

@@ -180,6 +180,14 @@ func setup(ctx context.Context, l paths.Layout, out printer, stderr io.Writer) i
 // enable runs `nm-overlay enable`: setup, then a restart of NetworkManager through systemd.
 func enable(ctx context.Context, l paths.Layout, out printer, stderr io.Writer) int {
 	action, r, err := overlay.Enable(ctx, l, overlay.NMConfig{}, restartNetworkManager)
+	if action == overlay.EnableNothing && err == nil {
+		if out.json {
+			out.encode(map[string]string{"action": string(action)})
+		} else {
+			fmt.Fprintln(out.w, "nothing to enable: the keyfile overlay is in use in this boot")
+		}
+		return exitOK
+	}
 	if err == nil && !r.OK {
 		err = fmt.Errorf("%w: %s", overlay.ErrDegraded, r.Reason())
 	}

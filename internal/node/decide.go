@@ -172,9 +172,10 @@ func Decide(s Snapshot) Decision {
 		}
 	}
 	d.Composed, d.Current = compose(s, d.AsWritten, held)
-	if key := commitKey(s.Boot, d.Composed); key != s.Committed {
+	if key := commitKey(s.Boot, d.Composed); key != committedKey(s) {
 		// The backend is idempotent, but a pass that changes nothing (a retry that leaves
-		// a failed policy out) need not cost a transaction and the probes.
+		// a failed policy out, a restarted handler finding its state in effect) need not
+		// cost a transaction, a checkpoint and the probes.
 		d.Apply = true
 	}
 	d.Settle = true
@@ -354,6 +355,26 @@ func committedOtherwise(s Snapshot, written Composition) bool {
 	}
 	composed, _ := compose(s, written, nil)
 	return commitKey(s.Boot, composed) != s.Committed
+}
+
+// committedKey is the key of the state committed on the node in this boot: this
+// process's own record, or in a process that has committed nothing yet (a restarted or
+// upgraded handler) what the enactments committed in this boot say they applied. Not when
+// drift is to be undone: then the node differs from what they say.
+func committedKey(s Snapshot) string {
+	if s.Committed != "" || s.Reapply {
+		return s.Committed
+	}
+	var pols []Policy
+	for _, name := range slices.Sorted(maps.Keys(s.Enactments)) {
+		if e := s.Enactments[name]; committedIn(e, s.Boot) {
+			pols = append(pols, Policy{Name: name, DesiredState: e.Status.DesiredState.Raw})
+		}
+	}
+	if len(pols) == 0 {
+		return "" // nothing applied in this boot: the persistent profiles alone
+	}
+	return commitKey(s.Boot, Compose(s.schema(), pols))
 }
 
 // compose is what this pass applies: each selected policy at its current generation,

@@ -19,12 +19,17 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
 // Labels every object the operator applies carries; its cache holds only those.
+// VersionLabel names the release that applied it (version.Version): after an upgrade,
+// `kubectl get -l app.kubernetes.io/managed-by=nmoverlay-operator -L app.kubernetes.io/version`
+// shows what the new operator has applied.
 const (
 	ManagedByLabel = deploy.ManagedByLabel
 	ManagedBy      = deploy.ManagedBy
+	VersionLabel   = "app.kubernetes.io/version"
 )
 
 // FieldOwner is the operator's field manager for server-side apply.
@@ -60,6 +65,7 @@ func Desired(base []*unstructured.Unstructured, nm *nmstatev1.NMState) ([]*unstr
 			labels = map[string]string{}
 		}
 		labels[ManagedByLabel] = ManagedBy
+		labels[VersionLabel] = version.Version
 		o.SetLabels(labels)
 		o.SetOwnerReferences([]metav1.OwnerReference{ownerOf(nm)})
 		out = append(out, o)

@@ -95,7 +95,13 @@ func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, r.writeStatus(ctx, nm, ignoredConditions(nm.Name, nm.Generation))
 	}
 	var obs observed
-	obs.applyErr = r.apply(ctx, nm)
+	var desired []*unstructured.Unstructured
+	desired, obs.applyErr = r.apply(ctx, nm)
+	if obs.applyErr == nil {
+		// What an earlier release's operand had and this one's has not goes once this
+		// one's is in place.
+		obs.applyErr = r.prune(ctx, desired, nm.UID)
+	}
 	var err error
 	if obs.handler, obs.controller, err = r.workloads(ctx); err != nil {
 		return reconcile.Result{}, errors.Join(obs.applyErr, err)
@@ -106,10 +112,10 @@ func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 
 // apply server-side applies every object that differs from what was last applied, in
 // the operand's order; it stops at the first error, which names the object.
-func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) error {
+func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) ([]*unstructured.Unstructured, error) {
 	desired, err := Desired(r.Base, nm)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -120,13 +126,13 @@ func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) error {
 		key := keyOf(o)
 		want, err := digest(o.Object)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cur := &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(o.GroupVersionKind())
 		err = r.Client.Get(ctx, client.ObjectKeyFromObject(o), cur)
 		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		if err == nil {
 			if fp, ferr := fingerprint(cur); ferr == nil && r.applied[key] == (appliedNote{want, fp}) {
@@ -135,17 +141,17 @@ func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) error {
 		}
 		if err := r.Client.Patch(ctx, o, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			delete(r.applied, key)
-			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		fp, err := fingerprint(o)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.applied[key] = appliedNote{want, fp}
 		ctrl.LoggerFrom(ctx).Info("applied", "kind", o.GetKind(), "namespace", o.GetNamespace(), "name", o.GetName(),
 			"resourceVersion", o.GetResourceVersion())
 	}
-	return nil
+	return desired, nil
 }
 
 func keyOf(o *unstructured.Unstructured) string {

@@ -25,9 +25,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nmoverlay/nmoverlay/api"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/operator"
@@ -295,6 +298,45 @@ spec:
 		Expect(v.GetLabels()).To(HaveKeyWithValue("extra", "x"))
 	})
 
+	// An upgrade to a release whose operand dropped an object: that release's operator
+	// (this code, with an operand that lacks it), under the operator's own RBAC, deletes it
+	// once the rest is applied, and nothing else.
+	It("deletes, after an upgrade, what the earlier release's operand had and this one's has not, under its own RBAC", func() {
+		retired := find("ClusterRoleBinding")
+		before := map[string]string{}
+		for _, o := range operand {
+			got, err := get(o)
+			Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
+			before[o.GetKind()+"/"+o.GetName()] = string(got.GetUID())
+		}
+		stop()
+		base := slices.DeleteFunc(slices.Clone(operand), func(o *unstructured.Unstructured) bool { return o == retired })
+		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		scheme, err := api.NewScheme()
+		Expect(err).NotTo(HaveOccurred())
+		mgr, err := ctrl.NewManager(rc, ctrl.Options{Scheme: scheme, Cache: operator.CacheOptions(operatorNS, base),
+			Client:  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+			Metrics: metricsserver.Options{BindAddress: "0"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect((&operator.Operator{Client: mgr.GetClient(), Base: base}).SetupWithManager(mgr)).To(Succeed())
+		running, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(running) }()
+		Eventually(func() bool { _, err := get(retired); return apierrors.IsNotFound(err) }, "20s", "100ms").Should(BeTrue(),
+			"%s %s deleted", retired.GetKind(), retired.GetName())
+		cancel()
+		Expect(<-done).To(Succeed())
+		for _, o := range base {
+			got, err := get(o)
+			Expect(err).NotTo(HaveOccurred(), "%s %s kept", o.GetKind(), o.GetName())
+			Expect(string(got.GetUID())).To(Equal(before[o.GetKind()+"/"+o.GetName()]), "%s %s not deleted and re-created", o.GetKind(), o.GetName())
+		}
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded)()).NotTo(HavePrefix("True"))
+		start() // this release again: the object is back
+		Eventually(func() error { _, err := get(retired); return err }, "20s", "100ms").Should(Succeed())
+	})
+
 	It("reports any other NMState as ignored, and deploys nothing for it", func() {
 		Expect(k8s.Create(ctx, &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: "second"}})).To(Succeed())
 		Eventually(condition("second", nmstatev1.NMStateDegraded), "10s").Should(Equal("True Ignored"))
@@ -322,7 +364,10 @@ spec:
 			{"bind", rbac, "clusterroles", "", "cluster-admin"},
 			{"create", rbac, "clusterroles", "", ""},
 			{"patch", adm, "validatingadmissionpolicies", "", "someone-elses"},
-			{"delete", "apps", "daemonsets", operatorNS, "nmoverlay-handler"},
+			{"delete", "apps", "deployments", operatorNS, "nmoverlay-operator"},
+			{"delete", "apps", "daemonsets", "kube-system", "kube-proxy"},
+			{"delete", rbac, "clusterroles", "", "admin"},
+			{"delete", rbac, "clusterrolebindings", "", "cluster-admin"},
 			{"patch", "apps", "daemonsets", "kube-system", "kube-proxy"},
 			{"create", "", "pods", operatorNS, ""},
 			{"get", "", "secrets", operatorNS, ""},
@@ -334,6 +379,7 @@ spec:
 		// What it used above, by name.
 		Expect(may("patch", rbac, "clusterroles", "", "nmoverlay-handler")).To(BeTrue())
 		Expect(may("bind", rbac, "clusterroles", "", "system:auth-delegator")).To(BeTrue())
+		Expect(may("delete", "apps", "daemonsets", operatorNS, "nmoverlay-handler")).To(BeTrue(), "pruned by name when a release drops it")
 	})
 
 	It("lets the garbage collector remove what it deployed with the NMState, and deploys nothing after", func() {

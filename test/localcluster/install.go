@@ -74,7 +74,14 @@ func DeployWorkloads() (Workloads, error) {
 // Kustomization is what an administrator writes to install deploy/ (at deployDir) with
 // the image the nodes hold in place of the published one.
 func (c *Cluster) Kustomization(deployDir string, w Workloads) (dir, content string, err error) {
-	dir = filepath.Join(c.dir, "install")
+	return c.KustomizationOf("install", deployDir, c.Image, w)
+}
+
+// KustomizationOf writes, in a directory of its own (name), the kustomization that
+// installs the manifests at deployDir (deploy/ of this tree or of another version) with
+// image in place of the published one.
+func (c *Cluster) KustomizationOf(name, deployDir, image string, w Workloads) (dir, content string, err error) {
+	dir = filepath.Join(c.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
@@ -86,7 +93,7 @@ func (c *Cluster) Kustomization(deployDir string, w Workloads) (dir, content str
 	if err != nil {
 		return "", "", err
 	}
-	name, tag := splitTag(c.Image)
+	newName, tag := splitTag(image)
 	published, _ := splitTag(w.Image)
 	content = fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -96,7 +103,7 @@ images:
 - name: %s
   newName: %s
   newTag: %s
-`, rel, published, name, tag)
+`, rel, published, newName, tag)
 	return dir, content, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(content), 0o644)
 }
 

@@ -291,3 +291,22 @@ func (c *Cluster) WaitReady(ctx context.Context, n *Node) error {
 	}
 	return nil
 }
+
+// ImportImage puts the image in a docker archive (as hack/node-images.sh writes them) into
+// the node's containerd: an image besides those every node imports at its start, e.g. an
+// earlier version of nmoverlay's.
+func (n *Node) ImportImage(ctx context.Context, archive string) error {
+	const inNode = "/var/tmp/import.tar"
+	b, err := os.ReadFile(archive)
+	if err != nil {
+		return err
+	}
+	if err := n.WriteFile(inNode, string(b), 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(n.Root, inNode))
+	if _, err := n.Exec(ctx, "ctr", "-n", "k8s.io", "images", "import", inNode); err != nil {
+		return fmt.Errorf("%s: importing %s: %w", n.Name, archive, err)
+	}
+	return nil
+}
