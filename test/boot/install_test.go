@@ -24,6 +24,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/test/clusterspec"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -72,15 +73,8 @@ var _ = Describe("an install from openshift-install's manifests", Ordered, func(
 	}
 
 	BeforeAll(func() {
-		o := cluster
-		o.Nodes, o.Log = []string{"install-a", "install-b"}, GinkgoWriter
+		c = clusterspec.Start(ctx, cluster, "install-a", "install-b")
 		var err error
-		c, err = localcluster.Start(ctx, o)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			c.Close()
-			Expect(c.Leftovers()).To(BeEmpty())
-		})
 		w, err = localcluster.DeployWorkloads()
 		Expect(err).NotTo(HaveOccurred())
 		recording, stop := context.WithCancel(ctx)

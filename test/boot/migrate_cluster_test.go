@@ -32,6 +32,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/machineconfigs"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/test/clusterspec"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -146,15 +147,8 @@ var _ = Describe("a cluster moved from kubernetes-nmstate and back", Ordered, fu
 	}
 
 	BeforeAll(func() {
-		o := cluster
-		o.Nodes, o.Log = []string{"mig-a", "mig-b"}, GinkgoWriter
+		c = clusterspec.Start(ctx, cluster, "mig-a", "mig-b")
 		var err error
-		c, err = localcluster.Start(ctx, o)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			c.Close()
-			Expect(c.Leftovers()).To(BeEmpty())
-		})
 		recording, stop := context.WithCancel(ctx)
 		DeferCleanup(stop)
 		readyLog, err = c.RecordReady(recording)

@@ -19,6 +19,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/netplan"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/test/clusterspec"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -42,15 +43,8 @@ var _ = Describe("the netplan backend, as pods", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		o := cluster
-		o.Nodes, o.Log = []string{"netplan-a"}, GinkgoWriter
+		c = clusterspec.Start(ctx, cluster, "netplan-a")
 		var err error
-		c, err = localcluster.Start(ctx, o)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			c.Close()
-			Expect(c.Leftovers()).To(BeEmpty())
-		})
 		n = c.Nodes[0]
 		w, err = localcluster.DeployWorkloads()
 		Expect(err).NotTo(HaveOccurred())

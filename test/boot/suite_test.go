@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/nmoverlay/nmoverlay/test/clusterspec"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -47,10 +48,7 @@ func setup() {
 		_, err := exec.LookPath(tool)
 		Expect(err).NotTo(HaveOccurred(), "%s is missing: run hack/install-deps.sh", tool)
 	}
-	cluster = localcluster.Options{Rootfs: os.Getenv("NMOVERLAY_NODE_ROOTFS"), Kube: os.Getenv("KUBEBUILDER_ASSETS"), Images: os.Getenv("NMOVERLAY_NODE_IMAGES")}
-	for _, p := range []string{cluster.Rootfs, cluster.Kube, cluster.Images} {
-		Expect(p).NotTo(BeEmpty(), "NMOVERLAY_NODE_ROOTFS, KUBEBUILDER_ASSETS or NMOVERLAY_NODE_IMAGES is unset: run make test-boot")
-	}
+	cluster = clusterspec.Options("test-boot")
 	helper = buildCommand("nm-overlay")
 }
 

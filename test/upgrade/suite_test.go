@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/nmoverlay/nmoverlay/test/clusterspec"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -32,12 +33,11 @@ func TestUpgrade(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	Expect(os.Geteuid()).To(Equal(0), "the upgrade tier needs root")
-	cluster = localcluster.Options{Rootfs: os.Getenv("NMOVERLAY_NODE_ROOTFS"), Kube: os.Getenv("KUBEBUILDER_ASSETS"), Images: os.Getenv("NMOVERLAY_NODE_IMAGES")}
+	cluster = clusterspec.Options("test-upgrade")
 	kubectl = os.Getenv("KUBECTL")
 	from.dir = os.Getenv("NMOVERLAY_UPGRADE_FROM")
-	for _, p := range []string{cluster.Rootfs, cluster.Kube, cluster.Images, kubectl, from.dir} {
-		Expect(p).NotTo(BeEmpty(), "NMOVERLAY_NODE_ROOTFS, KUBEBUILDER_ASSETS, NMOVERLAY_NODE_IMAGES, KUBECTL or NMOVERLAY_UPGRADE_FROM is unset: run make test-upgrade")
-	}
+	Expect(kubectl).NotTo(BeEmpty(), "KUBECTL is unset: run make test-upgrade")
+	Expect(from.dir).NotTo(BeEmpty(), "NMOVERLAY_UPGRADE_FROM is unset: run make test-upgrade (hack/upgrade-from.sh builds version N)")
 	Expect(filepath.Join(from.dir, ".complete")).To(BeAnExistingFile())
 	image, err := os.ReadFile(filepath.Join(from.dir, "image"))
 	Expect(err).NotTo(HaveOccurred())

@@ -28,6 +28,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/test/clusterspec"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -82,17 +83,9 @@ var _ = Describe("an upgrade from version N to this tree, a downgrade back, and 
 	BeforeAll(func() {
 		start := time.Now()
 		dir = GinkgoT().TempDir()
-		o := cluster
-		o.Nodes, o.Log = []string{"upgrade-a", "upgrade-b"}, GinkgoWriter
+		DeferCleanup(func() { fmt.Printf("upgrade tier, each phase: %s\n", strings.Join(timings, "; ")) })
+		c = clusterspec.Start(ctx, cluster, "upgrade-a", "upgrade-b")
 		var err error
-		c, err = localcluster.Start(ctx, o)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			c.Close()
-			Expect(c.Leftovers()).To(BeEmpty())
-			GinkgoWriter.Printf("upgrade tier, each phase: %s\n", strings.Join(timings, "; "))
-			fmt.Printf("upgrade tier, each phase: %s\n", strings.Join(timings, "; "))
-		})
 		for _, n := range c.Nodes {
 			Expect(n.ImportImage(ctx, from.archive)).To(Succeed())
 		}
@@ -119,9 +112,9 @@ var _ = Describe("an upgrade from version N to this tree, a downgrade back, and 
 	// install applies a version's manifests as an administrator does: kubectl apply -k of
 	// its deploy/ with its image.
 	install := func(name, deployDir, image string) {
-		dir, _, err := c.KustomizationOf(name, deployDir, image, w)
+		kustomization, _, err := c.KustomizationOf(name, deployDir, image, w)
 		Expect(err).NotTo(HaveOccurred())
-		kubectlOK("apply", "-k", dir)
+		kubectlOK("apply", "-k", kustomization)
 	}
 	enactment := func(node, policy string) *v1beta1.NodeNetworkConfigurationEnactment {
 		e := &v1beta1.NodeNetworkConfigurationEnactment{}
