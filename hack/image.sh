@@ -39,10 +39,8 @@ echo "image.sh: building the binaries" >&2
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(hack/version.sh --ldflags)" -o "$ctx/" ./cmd/...
 
 meta=(--label "org.opencontainers.image.version=$VERSION")
-if rev=$(git rev-parse HEAD 2>/dev/null); then
-  git diff --quiet HEAD 2>/dev/null || rev="$rev-dirty"
-  meta+=(--label "org.opencontainers.image.revision=$rev")
-fi
+rev=$(hack/version.sh --revision)
+[ -z "$rev" ] || meta+=(--label "org.opencontainers.image.revision=$rev")
 # Reproducible: the created time (of the image and of every file in it) is the commit's, as
 # SOURCE_DATE_EPOCH says, so the same binaries give the same image ID and a rebuild of an
 # unchanged tree adds nothing to the storage.

@@ -365,16 +365,23 @@ func committedKey(s Snapshot) string {
 	if s.Committed != "" || s.Reapply {
 		return s.Committed
 	}
+	committed, ok := committedInBoot(s.schema(), s.Enactments, s.Boot)
+	if !ok {
+		return "" // nothing applied in this boot: the persistent profiles alone
+	}
+	return commitKey(s.Boot, committed)
+}
+
+// committedInBoot composes what the enactments committed in boot say they applied (their
+// status.desiredState); false when none was.
+func committedInBoot(schema backend.Schema, enactments map[string]*v1beta1.NodeNetworkConfigurationEnactment, boot string) (Composition, bool) {
 	var pols []Policy
-	for _, name := range slices.Sorted(maps.Keys(s.Enactments)) {
-		if e := s.Enactments[name]; committedIn(e, s.Boot) {
+	for _, name := range slices.Sorted(maps.Keys(enactments)) {
+		if e := enactments[name]; committedIn(e, boot) {
 			pols = append(pols, Policy{Name: name, DesiredState: e.Status.DesiredState.Raw})
 		}
 	}
-	if len(pols) == 0 {
-		return "" // nothing applied in this boot: the persistent profiles alone
-	}
-	return commitKey(s.Boot, Compose(s.schema(), pols))
+	return Compose(schema, pols), len(pols) > 0
 }
 
 // compose is what this pass applies: each selected policy at its current generation,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -143,14 +142,8 @@ func (h *Handler) lastCommitted(v *nodeView) backend.Desired {
 	if h.last.boot == v.boot {
 		return h.last.state
 	}
-	var pols []Policy
-	for name, e := range v.existing {
-		if committedIn(e, v.boot) {
-			pols = append(pols, Policy{Name: name, DesiredState: e.Status.DesiredState.Raw})
-		}
-	}
-	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
-	return Compose(h.Backend, pols).Apply
+	committed, _ := committedInBoot(h.Backend, v.existing, v.boot)
+	return committed.Apply
 }
 
 // probeFailure: the apply converged, then a probe failed and it was rolled back.

@@ -290,11 +290,16 @@ var _ = Describe("the image hack/image.sh builds", Ordered, ContinueOnFailure, f
 		Expect(err).NotTo(HaveOccurred())
 		version := strings.TrimSpace(string(want))
 		Expect(config.Labels).To(HaveKeyWithValue("org.opencontainers.image.version", version))
+		rev, err := exec.Command("../../hack/version.sh", "--revision").Output()
+		Expect(err).NotTo(HaveOccurred())
+		revision := strings.TrimSpace(string(rev))
+		Expect(revision).NotTo(BeEmpty(), "built from a git checkout")
+		Expect(config.Labels).To(HaveKeyWithValue("org.opencontainers.image.revision", revision))
 		for cmd, arg := range map[string]string{"/nmoverlay": "version", "/nm-overlay": "version", "/handler": "--version",
 			"/controller": "--version", "/operator": "--version"} {
 			out, err := exec.Command(filepath.Join(rootfs, cmd), arg).CombinedOutput()
 			Expect(err).NotTo(HaveOccurred(), "%s %s: %s", cmd, arg, out)
-			Expect(strings.Fields(string(out))).To(HaveExactElements(filepath.Base(cmd), version, "(commit", ContainSubstring(""), HavePrefix("go"), runtime.GOOS+"/"+runtime.GOARCH),
+			Expect(strings.Fields(string(out))).To(HaveExactElements(filepath.Base(cmd), version, "(commit", revision+")", HavePrefix("go"), runtime.GOOS+"/"+runtime.GOARCH),
 				"%s %s: %s", cmd, arg, out)
 		}
 	})
