@@ -190,9 +190,7 @@ var _ = Describe("an upgrade from version N to this tree, a downgrade back, and 
 		for _, p := range policies.Items {
 			rv["nncp/"+p.Name] = p.ResourceVersion
 		}
-		enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
-		Expect(c.Client.List(ctx, enactments)).To(Succeed())
-		for _, e := range enactments.Items {
+		for _, e := range listEnactments(ctx, c) {
 			rv["nnce/"+e.Name] = e.ResourceVersion
 		}
 		return rv
@@ -493,17 +491,29 @@ var _ = Describe("an upgrade from version N to this tree, a downgrade back, and 
 		took("skew set up", start)
 
 		start = time.Now()
+		// A node's own handler writes its state a moment after its policy is Available (it
+		// waits for NetworkManager to be quiet): each node's state is waited for until it
+		// shows what its policy made, so that the writes below are the other handler's alone.
+		shows := func(node, dev string) {
+			Eventually(func() string {
+				s := &v1beta1.NodeNetworkState{}
+				Expect(c.Client.Get(ctx, client.ObjectKey{Name: node}, s)).To(Succeed())
+				return string(s.Status.CurrentState.Raw)
+			}, "30s", "250ms").Should(ContainSubstring(`"`+dev+`"`), "%s's state shows %s", node, dev)
+		}
 		both := portlessBridge("skew-both", "br-skew", nil)
 		Expect(c.Client.Create(ctx, both)).To(Succeed())
 		for _, n := range c.Nodes {
 			boot, err := n.BootID(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			waitAvailable(n.Name, both.Name, boot)
+			shows(n.Name, "br-skew")
 		}
 		// A policy for one node only: the other node's handler writes nothing meanwhile.
 		for _, pair := range [][2]*localcluster.Node{{a, b}, {b, a}} {
 			n, other := pair[0], pair[1]
-			mine := portlessBridge("skew-"+n.Name, "br-"+n.Name[len(n.Name)-1:], map[string]string{corev1.LabelHostname: n.Name})
+			dev := "br-" + n.Name[len(n.Name)-1:]
+			mine := portlessBridge("skew-"+n.Name, dev, map[string]string{corev1.LabelHostname: n.Name})
 			otherState := &v1beta1.NodeNetworkState{}
 			Expect(c.Client.Get(ctx, client.ObjectKey{Name: other.Name}, otherState)).To(Succeed())
 			otherEnactments := map[string]string{}
@@ -516,6 +526,7 @@ var _ = Describe("an upgrade from version N to this tree, a downgrade back, and 
 			boot, err := n.BootID(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			waitAvailable(n.Name, mine.Name, boot)
+			shows(n.Name, dev)
 			Expect(enactment(other.Name, mine.Name)).To(BeNil(), "no enactment on a node the policy does not select")
 			after := &v1beta1.NodeNetworkState{}
 			Expect(c.Client.Get(ctx, client.ObjectKey{Name: other.Name}, after)).To(Succeed())
