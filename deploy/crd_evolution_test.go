@@ -133,12 +133,13 @@ func TestCRDsEvolveAdditively(t *testing.T) {
 				}
 				sort.Strings(paths)
 				for _, p := range paths {
-					b, a := before[p], after[p]
-					if _, ok := after[p]; !ok && !underPreserved(p, after) {
+					b := before[p]
+					a, present := after[p]
+					if !present && !underPreserved(p, after) {
 						t.Errorf("%s: %s %s: field %q is gone (additive changes only): objects %s wrote would lose it", release, name, ov.Name, p, release)
 						continue
 					}
-					if ok && b.typ != a.typ && a.typ != "" {
+					if present && b.typ != a.typ && a.typ != "" {
 						t.Errorf("%s: %s %s: field %q changed its type from %q to %q", release, name, ov.Name, p, b.typ, a.typ)
 					}
 					if b.preserve && !a.preserve {
@@ -154,7 +155,7 @@ func TestCRDsEvolveAdditively(t *testing.T) {
 // kept as it was written.
 func underPreserved(path string, schema map[string]schemaField) bool {
 	for p, f := range schema {
-		if f.preserve && (p == "" || len(path) > len(p) && path[:len(p)+1] == p+".") {
+		if f.preserve && (p == "" || strings.HasPrefix(path, p+".")) {
 			return true
 		}
 	}

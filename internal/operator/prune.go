@@ -68,9 +68,6 @@ func (r *Operator) prune(ctx context.Context, desired []*unstructured.Unstructur
 		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %s %s, which the operand no longer has: %w", o.GetKind(), o.GetName(), err)
 		}
-		r.mu.Lock()
-		delete(r.applied, keyOf(o))
-		r.mu.Unlock()
 		ctrl.LoggerFrom(ctx).Info("pruned: the operand no longer has it", "kind", o.GetKind(), "namespace", o.GetNamespace(), "name", o.GetName(),
 			"version", o.GetLabels()[VersionLabel])
 	}
