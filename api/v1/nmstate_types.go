@@ -63,7 +63,21 @@ type NMStateSpec struct {
 	// +kubebuilder:validation:Enum=kubernetes-nmstate
 	// +optional
 	MigrateFrom string `json:"migrateFrom,omitempty"`
+	// RebootGate keeps workloads off a rebooted node until its policies are back: with
+	// Taint, a node whose enactments were applied in an older boot is tainted
+	// nmoverlay.io/reconverging:NoSchedule until every policy selecting it is Available in
+	// the new boot, fails there, or a timeout passes. None (or empty, the default) is off.
+	// +kubebuilder:validation:Enum=Taint;None
+	// +optional
+	RebootGate string `json:"rebootGate,omitempty"`
 }
+
+// Reboot gates, as spec.rebootGate and the controller's and handler's --reboot-gate name
+// them.
+const (
+	RebootGateTaint = "Taint"
+	RebootGateNone  = "None"
+)
 
 // MigrateFromKubernetesNMState is spec.migrateFrom for a cluster that ran
 // kubernetes-nmstate.
@@ -134,6 +148,10 @@ const (
 	ReasonDeploying = "Deploying"
 	// ReasonInternalError: an object could not be applied; the message says which and why.
 	ReasonInternalError = "InternalError"
+	// ReasonReconvergenceFailed (Degraded): a node's reboot gate was lifted without its
+	// policies Available in its new boot (one failed there, or the timeout passed); the
+	// message names the nodes. Cleared once their policies are back.
+	ReasonReconvergenceFailed = "ReconvergenceFailed"
 	// ReasonIgnored: this NMState is not the singleton named NMStateName (which
 	// kubernetes-nmstate deletes; nmoverlay leaves an administrator's object be).
 	ReasonIgnored = "Ignored"
