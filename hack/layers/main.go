@@ -24,7 +24,8 @@ var floors = [][]string{
 		"internal/probe", "internal/readyourwrites", "internal/serving", "internal/paths", "internal/migration"},
 	{"api/v1", "internal/overlay"},
 	{"api/v1beta1", "internal/machineconfigs"},
-	{"api", "deploy"},
+	// The reboot gate's decision, which the controller, the handler and the operator share.
+	{"api", "deploy", "internal/rebootgate"},
 	// The seam between the handler and the backends.
 	{"internal/backend"},
 	// The engine over NetworkManager, and the networkmanager backend on it.
