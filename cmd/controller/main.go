@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,7 +14,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/internal/cluster"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
 
@@ -29,6 +32,12 @@ func main() {
 	// alone. The API server's priority and fairness still applies.
 	qps := flag.Float64("kube-api-qps", 200, "requests per second to the API server the controller may send (client-go's rate limiter)")
 	burst := flag.Int("kube-api-burst", 400, "burst of requests to the API server above --kube-api-qps")
+	var gate gateFlags
+	flag.StringVar(&gate.mode, "reboot-gate", nmstatev1.RebootGateNone, "after a node reboots, "+nmstatev1.RebootGateTaint+
+		" taints it "+rebootgate.TaintKey+":NoSchedule until its policies are Available in the new boot (the NMState's spec.rebootGate); "+
+		nmstatev1.RebootGateNone+" does not")
+	flag.DurationVar(&gate.timeout, "reboot-gate-timeout", rebootgate.DefaultTimeout,
+		"how long the reboot gate may hold a node whose policies are not all Available in its new boot")
 	printVersion := serving.VersionFlag()
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -37,13 +46,23 @@ func main() {
 	serving.Announce("controller", *printVersion)
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
-	if err := run(cfg, *leaderElect, *leaseNamespace, serving.Metrics(*metricsAddr, *metricsSecure), *probeAddr); err != nil {
+	if gate.mode != nmstatev1.RebootGateTaint && gate.mode != nmstatev1.RebootGateNone {
+		fmt.Fprintf(os.Stderr, "controller: --reboot-gate %q: not %s or %s\n", gate.mode, nmstatev1.RebootGateTaint, nmstatev1.RebootGateNone)
+		os.Exit(2)
+	}
+	if err := run(cfg, *leaderElect, *leaseNamespace, serving.Metrics(*metricsAddr, *metricsSecure), *probeAddr, gate); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg *rest.Config, leaderElect bool, leaseNamespace string, metrics metricsserver.Options, probeAddr string) error {
+// gateFlags are the reboot gate's flags.
+type gateFlags struct {
+	mode    string
+	timeout time.Duration
+}
+
+func run(cfg *rest.Config, leaderElect bool, leaseNamespace string, metrics metricsserver.Options, probeAddr string, gate gateFlags) error {
 	scheme, err := api.NewScheme()
 	if err != nil {
 		return err
@@ -66,6 +85,13 @@ func run(cfg *rest.Config, leaderElect bool, leaseNamespace string, metrics metr
 	}
 	if err := (&cluster.PolicyController{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	// Off, the gate costs nothing: what an earlier gate left is the operator's to clear.
+	if gate.mode == nmstatev1.RebootGateTaint {
+		if err := (&cluster.RebootGateController{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("nmoverlay-controller"),
+			Timeout: gate.timeout}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
