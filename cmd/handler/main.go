@@ -40,6 +40,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/ovsdb"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/probe"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/internal/version"
@@ -49,9 +50,9 @@ import (
 type options struct {
 	nodeName, bus, layoutFile, dnsHost, bootIDFile, metricsAddr, probeAddr string
 	pprofAddr, migrationPlan                                               string
-	backend, hostRoot                                                      string
+	backend, hostRoot, rebootGate                                          string
 	disabledProbes                                                         []string
-	probeTimeout, activationTimeout                                        time.Duration
+	probeTimeout, activationTimeout, rebootGateTimeout                     time.Duration
 	reapplyDrift, metricsSecure                                            bool
 }
 
@@ -94,6 +95,11 @@ func main() {
 	flag.BoolVar(&o.reapplyDrift, "reapply-drift", false,
 		"re-apply every policy whose committed state is changed outside nmoverlay (default: only policies annotated "+
 			node.DriftAnnotation+"="+node.DriftReapply+"; the others are reported Failing)")
+	flag.StringVar(&o.rebootGate, "reboot-gate", nmstatev1.RebootGateNone, nmstatev1.RebootGateTaint+
+		": lift this node's reboot gate (the "+rebootgate.TaintKey+" taint the cluster controller adds after a reboot) "+
+		"should the controller not: once every policy is Available in the new boot, or a while after a policy failed "+
+		"in it or --reboot-gate-timeout passed (the NMState's spec.rebootGate); "+nmstatev1.RebootGateNone+": not")
+	flag.DurationVar(&o.rebootGateTimeout, "reboot-gate-timeout", rebootgate.DefaultTimeout, "the cluster controller's --reboot-gate-timeout")
 	printVersion := serving.VersionFlag()
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -110,6 +116,9 @@ func run(o options) error {
 	nodeName := o.nodeName
 	if nodeName == "" {
 		return fmt.Errorf("no node name: set NODE_NAME or --node")
+	}
+	if o.rebootGate != nmstatev1.RebootGateTaint && o.rebootGate != nmstatev1.RebootGateNone {
+		return fmt.Errorf("--reboot-gate %q: not %s or %s", o.rebootGate, nmstatev1.RebootGateTaint, nmstatev1.RebootGateNone)
 	}
 	layout, err := overlay.LoadLayout(o.layoutFile)
 	if err != nil {
@@ -153,6 +162,9 @@ func run(o options) error {
 			return fmt.Errorf("--migration-plan: the %s backend cannot tell which persistent profiles policies wrote", engine.Name())
 		}
 		h.Migration = &node.Migration{Planner: planner, Lower: layout.Lower, PlanPath: o.migrationPlan, APIServer: probe.APIServerAddress(ctx, cfg.Host)}
+	}
+	if o.rebootGate == nmstatev1.RebootGateTaint {
+		h.RebootGate = &node.RebootGate{Timeout: o.rebootGateTimeout}
 	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err

@@ -33,6 +33,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/probe"
 	"github.com/nmoverlay/nmoverlay/internal/readyourwrites"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -73,7 +74,10 @@ type Handler struct {
 	// Migration, when set, keeps the node's plan for its move from kubernetes-nmstate
 	// while it is not on the overlay.
 	Migration *Migration
-	drift     drift
+	// RebootGate, when set (spec.rebootGate: Taint), has the handler lift its node's reboot
+	// gate should the cluster controller not (rebootgate.go).
+	RebootGate *RebootGate
+	drift      drift
 
 	started time.Time // for the boot re-convergence metric
 	// failures: the applies that failed, in memory (a restarted handler tries once at
@@ -127,9 +131,18 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: h.NodeName}}}
 	})
+	var nodeChanged predicate.Predicate = predicate.LabelChangedPredicate{}
+	if h.RebootGate != nil {
+		// Its gate too: tainted after the pass that made the policies Available, the node
+		// is lifted by the next.
+		nodeChanged = predicate.Or(nodeChanged, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			old, nu := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			return rebootgate.Changed(old, nu)
+		}})
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("node-handler").
-		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		For(&corev1.Node{}, builder.WithPredicates(nodeChanged)).
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, toNode, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Its own writes (status) and the controller's Pending and Aborted do not wake it; a
 		// grant (on creation or later) and a deleted enactment (by hand, or a policy gone) do.
@@ -402,6 +415,11 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 		return reconcile.Result{}, err
 	}
 	d.requeue(recheck, false)
+	gateRecheck, err := h.liftGate(ctx, w, v)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d.requeue(gateRecheck, false)
 	if d.Jitter {
 		return reconcile.Result{RequeueAfter: wait.Jitter(d.Requeue, 0.5)}, nil
 	}

@@ -169,6 +169,9 @@ type Node struct {
 	// "nmoverlay-handler/<name>", so the API server's audit log tells nodes apart.
 	Config *rest.Config
 	Scheme *runtime.Scheme
+	// RebootGate, set before Start, has its handler lift the node's reboot gate (the
+	// handler's --reboot-gate=Taint).
+	RebootGate *node.RebootGate
 
 	// requests counts the HTTP requests its handler and reporter sent (a watch once).
 	requests atomic.Int64
@@ -203,10 +206,11 @@ func (n *Node) Start() error {
 		return err
 	}
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine, APIReader: mgr.GetAPIReader(),
-		Events:   mgr.GetEventRecorder("nmoverlay-handler"),
-		BootID:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
-		Degraded: func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
-		Probes:   probe.Set{Probes: []probe.Probe{n.Engine.GatewayProbe()}, Timeout: 500 * time.Millisecond},
+		Events:     mgr.GetEventRecorder("nmoverlay-handler"),
+		BootID:     func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
+		Degraded:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
+		Probes:     probe.Set{Probes: []probe.Probe{n.Engine.GatewayProbe()}, Timeout: 500 * time.Millisecond},
+		RebootGate: n.RebootGate,
 	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
@@ -242,13 +246,18 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.rt.RoundTrip(r)
 }
 
-// Stop stops the handler and returns what its manager returned.
+// Stop stops the handler and returns what its manager returned; a stopped node's Stop
+// does nothing.
 func (n *Node) Stop() error {
+	if n.stop == nil {
+		return nil
+	}
 	n.stop()
+	n.stop = nil
 	return <-n.done
 }
 
-// Reboot stops the handler, moves the node to a new boot and starts it again.
+// Reboot stops the handler (if it runs), moves the node to a new boot and starts it again.
 func (n *Node) Reboot(boot string) error {
 	if err := n.Stop(); err != nil {
 		return err
