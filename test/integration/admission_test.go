@@ -150,7 +150,7 @@ var _ = Describe("the admission policies", Ordered, func() {
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: createRole.Name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: handlerSA, Namespace: "nmoverlay"},
 				{Kind: "ServiceAccount", Name: handlerSA, Namespace: "adm-elsewhere"}}})
-		Expect(policies).To(HaveLen(6), "three policies, each with its binding")
+		Expect(policies).To(HaveLen(8), "four policies, each with its binding")
 
 		for _, name := range []string{admNodeA, admNodeB} {
 			create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})

@@ -88,6 +88,8 @@ var _ = Describe("the deploy manifests", func() {
 		Expect(access("nmoverlay-handler", "update", nmstate, "nodenetworkconfigurationpolicies", "status")).To(Equal("denied"), "policy status has one writer")
 		Expect(access("nmoverlay-handler", "update", nmstate, "nodenetworkconfigurationpolicies", "")).To(Equal("denied"))
 		Expect(access("nmoverlay-handler", "update", "", "nodes", "")).To(Equal("denied"))
+		Expect(access("nmoverlay-handler", "patch", "", "nodes", "")).To(Equal("allowed"), "it lifts its node's reboot gate (admission keeps it to that)")
+		Expect(access("nmoverlay-handler", "patch", "", "nodes", "status")).To(Equal("denied"))
 		Expect(access("nmoverlay-handler", "get", "", "secrets", "")).To(Equal("denied"))
 
 		Expect(access("nmoverlay-controller", "update", nmstate, "nodenetworkconfigurationpolicies", "status")).To(Equal("allowed"))
@@ -97,5 +99,8 @@ var _ = Describe("the deploy manifests", func() {
 		Expect(access("nmoverlay-handler", "create", nmstate, "nodenetworkconfigurationenactments", "")).To(Equal("denied"), "the controller creates them with a slot")
 		Expect(access("nmoverlay-controller", "update", nmstate, "nodenetworkconfigurationenactments", "status")).To(Equal("denied"))
 		Expect(access("nmoverlay-controller", "update", nmstate, "nodenetworkconfigurationpolicies", "")).To(Equal("denied"), "it never changes a policy's spec")
+		Expect(access("nmoverlay-controller", "patch", "", "nodes", "")).To(Equal("allowed"), "it starts and lifts reboot gates (admission keeps it to that)")
+		Expect(access("nmoverlay-controller", "update", "", "nodes", "")).To(Equal("denied"))
+		Expect(access("nmoverlay-controller", "delete", "", "nodes", "")).To(Equal("denied"))
 	})
 })
