@@ -93,7 +93,7 @@ func run(o options) error {
 	if err := serving.AddPing(mgr); err != nil {
 		return err
 	}
-	if err := (&operator.Operator{Client: mgr.GetClient(), Base: base}).SetupWithManager(mgr); err != nil {
+	if err := (&operator.Operator{Client: mgr.GetClient(), Base: base, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	served, err := operator.InfrastructureServed(mgr.GetRESTMapper())

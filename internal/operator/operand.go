@@ -19,6 +19,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
@@ -112,7 +113,9 @@ func placeHandler(pod *corev1.PodSpec, spec nmstatev1.NMStateSpec) error {
 		pod.NodeSelector[k] = v
 	}
 	if len(spec.Tolerations) > 0 {
-		pod.Tolerations = spec.Tolerations
+		// The default tolerates every taint; the CR's replace it, and the handler must still
+		// run on a node its reboot gate holds: lifting it is its job.
+		pod.Tolerations = withGateToleration(spec.Tolerations)
 	}
 	if spec.Affinity != nil {
 		pod.Affinity = spec.Affinity
@@ -158,7 +161,9 @@ func placeController(pod *corev1.PodSpec, spec nmstatev1.NMStateSpec) error {
 		pod.NodeSelector = spec.InfraNodeSelector
 	}
 	if len(spec.InfraTolerations) > 0 {
-		pod.Tolerations = spec.InfraTolerations
+		// The gate's toleration stays (the manifest's): the controller lifts gates, and
+		// must not wait for one to be scheduled.
+		pod.Tolerations = withGateToleration(spec.InfraTolerations)
 	}
 	if spec.InfraAffinity != nil {
 		pod.Affinity = spec.InfraAffinity
@@ -167,8 +172,28 @@ func placeController(pod *corev1.PodSpec, spec nmstatev1.NMStateSpec) error {
 	if err != nil {
 		return err
 	}
+	c.Args = append(c.Args, gateArgs(spec)...)
 	c.Args = append(c.Args, logArgs(spec)...)
 	return nil
+}
+
+// withGateToleration is tolerations, with the reboot gate's taint's added unless they
+// tolerate it already; a copy.
+func withGateToleration(tolerations []corev1.Toleration) []corev1.Toleration {
+	out := slices.Clone(tolerations)
+	if !rebootgate.Tolerated(out) {
+		out = append(out, rebootgate.Toleration())
+	}
+	return out
+}
+
+// gateArgs are the controller's and the handler's flags for spec.rebootGate; none while it
+// is off (the operator clears what a gate left).
+func gateArgs(spec nmstatev1.NMStateSpec) []string {
+	if spec.RebootGate != nmstatev1.RebootGateTaint {
+		return nil
+	}
+	return []string{"--reboot-gate=" + spec.RebootGate}
 }
 
 func container(pod *corev1.PodSpec, name string) (*corev1.Container, error) {
@@ -204,6 +229,7 @@ func HandlerArgs(spec nmstatev1.NMStateSpec) []string {
 	if spec.MigrateFrom != "" {
 		args = append(args, "--migration-plan="+paths.MigrationPlan)
 	}
+	args = append(args, gateArgs(spec)...)
 	return append(args, logArgs(spec)...)
 }
 

@@ -10,15 +10,19 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -31,6 +35,9 @@ type Operator struct {
 	Client client.Client
 	// Base is the operand as deploy.Operand renders it, in apply order.
 	Base []*unstructured.Unstructured
+	// APIReader reads Nodes uncached, to clear what a reboot gate left on them (the cache
+	// holds their metadata only); without it nothing is cleared.
+	APIReader client.Reader
 
 	mu sync.Mutex
 	// applied notes, per object, what was last applied and the object the API server
@@ -55,6 +62,9 @@ func CacheOptions(namespace string, base []*unstructured.Unstructured) cache.Opt
 		}
 		by[u] = o
 	}
+	// Nodes, for their reboot gates (rebootgate.go): metadata only, without the managed
+	// fields the kubelet's status writes fill.
+	by[nodeMeta()] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	return cache.Options{ByObject: by}
 }
 
@@ -76,6 +86,12 @@ func (r *Operator) SetupWithManager(mgr ctrl.Manager) error {
 		u.SetGroupVersionKind(gvk)
 		b = b.Owns(u)
 	}
+	// A node's gate, started, ended or cleared, changes what the singleton reports (or,
+	// with it gone, what is to be cleared).
+	singleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nmstatev1.NMStateName}}}
+	})
+	b = b.WatchesMetadata(nodeMeta(), singleton, builder.WithPredicates(gateChanged))
 	return b.Complete(r)
 }
 
@@ -85,6 +101,11 @@ func (r *Operator) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nm := &nmstatev1.NMState{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		if apierrors.IsNotFound(err) && req.Name == nmstatev1.NMStateName {
+			// Its controller and handlers are going with it: nothing else would lift a gate.
+			_, err := r.gate(ctx, nil)
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nm.DeletionTimestamp.IsZero() {
@@ -104,6 +125,9 @@ func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	var err error
 	if obs.handler, obs.controller, err = r.workloads(ctx); err != nil {
+		return reconcile.Result{}, errors.Join(obs.applyErr, err)
+	}
+	if obs.gateFailures, err = r.gate(ctx, nm); err != nil {
 		return reconcile.Result{}, errors.Join(obs.applyErr, err)
 	}
 	// An apply error is returned too: the pass is retried with backoff.

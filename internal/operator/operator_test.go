@@ -18,6 +18,7 @@ import (
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 )
 
 func operand(t *testing.T) []*unstructured.Unstructured {
@@ -53,6 +54,15 @@ func TestDesired(t *testing.T) {
 	base := operand(t)
 	defHandler, defController := podSpec(t, base, "DaemonSet"), podSpec(t, base, "Deployment")
 	tol := []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+	// The CR's tolerations replace the manifests'; the reboot gate's is added to them.
+	tolAndGate := append(slices.Clone(tol), rebootgate.Toleration())
+	every := []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	// Whatever the CR says, the handler and the controller run on a node its gate holds.
+	for _, ps := range []corev1.PodSpec{defHandler, defController} {
+		if !rebootgate.Tolerated(ps.Tolerations) {
+			t.Fatalf("the manifests' tolerations %v do not tolerate the reboot gate's taint", ps.Tolerations)
+		}
+	}
 	aff := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "a", Operator: "Exists"}}}}}}}
 	for _, tc := range []struct {
@@ -68,12 +78,20 @@ func TestDesired(t *testing.T) {
 			handlerTol: defHandler.Tolerations, ctrlTol: defController.Tolerations},
 		{name: "nodeSelector adds to kubernetes.io/os, tolerations replace", spec: nmstatev1.NMStateSpec{
 			NodeSelector: map[string]string{"node-role.kubernetes.io/worker": ""}, Tolerations: tol, Affinity: aff},
-			handlerSel: map[string]string{"kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": ""}, handlerTol: tol, handlerAff: aff,
+			handlerSel: map[string]string{"kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": ""}, handlerTol: tolAndGate, handlerAff: aff,
 			ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations},
+		{name: "tolerations that tolerate the gate's taint already are kept as they are", spec: nmstatev1.NMStateSpec{
+			Tolerations: every, InfraTolerations: every},
+			handlerSel: defHandler.NodeSelector, handlerTol: every, ctrlSel: defController.NodeSelector, ctrlTol: every},
 		{name: "infra fields go to the controller only", spec: nmstatev1.NMStateSpec{
 			InfraNodeSelector: map[string]string{"node-role.kubernetes.io/master": ""}, InfraTolerations: tol, InfraAffinity: aff},
 			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations,
-			ctrlSel: map[string]string{"node-role.kubernetes.io/master": ""}, ctrlTol: tol, ctrlAff: aff},
+			ctrlSel: map[string]string{"node-role.kubernetes.io/master": ""}, ctrlTol: tolAndGate, ctrlAff: aff},
+		{name: "the reboot gate: the controller starts gates, the handlers lift their own", spec: nmstatev1.NMStateSpec{RebootGate: nmstatev1.RebootGateTaint},
+			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations, ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations,
+			handlerArgs: []string{"--reboot-gate=Taint"}, controlArgs: []string{"--reboot-gate=Taint"}},
+		{name: "the reboot gate None is off: no flag", spec: nmstatev1.NMStateSpec{RebootGate: nmstatev1.RebootGateNone},
+			handlerSel: defHandler.NodeSelector, handlerTol: defHandler.Tolerations, ctrlSel: defController.NodeSelector, ctrlTol: defController.Tolerations},
 		{name: "probes and log level", spec: nmstatev1.NMStateSpec{LogLevel: "debug", ProbeConfiguration: nmstatev1.ProbeConfiguration{
 			DNS: nmstatev1.DNSProbeConfiguration{Host: "example.com"}, Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Disabled: []nmstatev1.ProbeName{"dns", "default-gateway", "dns"}}},
@@ -193,6 +211,11 @@ func TestConditions(t *testing.T) {
 			"False/Deploying True/Deploying False/Deploying", "controller has"},
 		{"deployed", observed{handler: ds(3, 3, 2, 2, 2), controller: up}, "True/SuccessfullyDeployed False/SuccessfullyDeployed False/SuccessfullyDeployed", "runs on 2 nodes"},
 		{"a handler that selects no node is deployed", observed{handler: ds(1, 1, 0, 0, 0), controller: up}, "True/SuccessfullyDeployed False/SuccessfullyDeployed False/SuccessfullyDeployed", "runs on 0 nodes"},
+		{"deployed, a node's reboot gate lifted without its policies: Degraded", observed{handler: ds(1, 1, 2, 2, 2), controller: up,
+			gateFailures: []string{"w1: policy bond failed in boot b2: no such device"}},
+			"True/SuccessfullyDeployed False/SuccessfullyDeployed True/ReconvergenceFailed", "runs on 2 nodes"},
+		{"rolling, a node's reboot gate lifted without its policies: Degraded", observed{handler: ds(2, 1, 2, 2, 2), controller: up,
+			gateFailures: []string{"w1: timed out"}}, "False/Deploying True/Deploying True/ReconvergenceFailed", "not observed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conds := conditions(tc.obs, 7)
@@ -208,6 +231,11 @@ func TestConditions(t *testing.T) {
 			}
 			if conds[0].Type != nmstatev1.NMStateAvailable || !strings.Contains(conds[0].Message, tc.msg) {
 				t.Errorf("Available's message %q lacks %q", conds[0].Message, tc.msg)
+			}
+			for _, f := range tc.obs.gateFailures {
+				if conds[2].Type != nmstatev1.NMStateDegraded || !strings.Contains(conds[2].Message, f) {
+					t.Errorf("Degraded's message %q lacks %q", conds[2].Message, f)
+				}
 			}
 		})
 	}

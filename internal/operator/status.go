@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,9 @@ type observed struct {
 	applyErr   error
 	handler    *appsv1.DaemonSet
 	controller *appsv1.Deployment
+	// gateFailures: the nodes whose reboot gate ended without their policies, "node: what
+	// happened" (rebootgate.go).
+	gateFailures []string
 }
 
 // conditions are the singleton's Available, Progressing and Degraded for what was
@@ -36,12 +40,20 @@ func conditions(o observed, generation int64) []metav1.Condition {
 			c(nmstatev1.NMStateDegraded, true, nmstatev1.ReasonInternalError, msg),
 		}
 	}
+	// A node whose policies did not come back after a reboot degrades the NMState whether
+	// or not the operand is being rolled: it is about the nodes, not the operand.
+	degraded := func(reason string) metav1.Condition {
+		if len(o.gateFailures) == 0 {
+			return c(nmstatev1.NMStateDegraded, false, reason, "")
+		}
+		return c(nmstatev1.NMStateDegraded, true, nmstatev1.ReasonReconvergenceFailed, gateMessage(o.gateFailures))
+	}
 	waiting := rollout(o.handler, o.controller)
 	if waiting != "" {
 		return []metav1.Condition{
 			c(nmstatev1.NMStateAvailable, false, nmstatev1.ReasonDeploying, waiting),
 			c(nmstatev1.NMStateProgressing, true, nmstatev1.ReasonDeploying, waiting),
-			c(nmstatev1.NMStateDegraded, false, nmstatev1.ReasonDeploying, ""),
+			degraded(nmstatev1.ReasonDeploying),
 		}
 	}
 	st := o.handler.Status
@@ -50,8 +62,20 @@ func conditions(o observed, generation int64) []metav1.Condition {
 	return []metav1.Condition{
 		c(nmstatev1.NMStateAvailable, true, nmstatev1.ReasonSuccessfullyDeployed, msg),
 		c(nmstatev1.NMStateProgressing, false, nmstatev1.ReasonSuccessfullyDeployed, ""),
-		c(nmstatev1.NMStateDegraded, false, nmstatev1.ReasonSuccessfullyDeployed, ""),
+		degraded(nmstatev1.ReasonSuccessfullyDeployed),
 	}
+}
+
+// gateMessage names the nodes whose reboot gate ended without their policies, the first
+// few with what happened.
+func gateMessage(failures []string) string {
+	const named = 5
+	shown, more := failures, ""
+	if len(failures) > named {
+		shown, more = failures[:named], fmt.Sprintf("; and %d more nodes", len(failures)-named)
+	}
+	return fmt.Sprintf("the reboot gate was lifted without the policies of %d nodes (an event on each Node says more): %s%s",
+		len(failures), strings.Join(shown, "; "), more)
 }
 
 // rollout says what the handler and the controller are still waiting for; "" once both

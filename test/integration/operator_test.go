@@ -34,6 +34,7 @@ import (
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/operator"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/test/kit"
 )
 
@@ -269,9 +270,52 @@ spec:
 			"--probe-timeout=1m30s", "--disable-probes=default-gateway", "--zap-log-level=debug", "--dns-probe-host=redhat.com"))
 		ds := handlerDS()
 		Expect(ds.Generation).To(BeNumerically(">", before))
-		Expect(ds.Spec.Template.Spec.Tolerations).To(Equal(nm.Spec.Tolerations), "the CR's replace the default")
+		Expect(ds.Spec.Template.Spec.Tolerations).To(Equal(append(nm.Spec.Tolerations, rebootgate.Toleration())),
+			"the CR's replace the default, and the reboot gate's taint is still tolerated")
 		// The DaemonSet's status is now of an older generation: rolling out.
 		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True Deploying"))
+	})
+
+	It("reports a node whose reboot gate was lifted without its policies as Degraded, and clears what gates left once the gate is off", func() {
+		nm := nmstate(nmstatev1.NMStateName)()
+		nm.Spec.RebootGate = nmstatev1.RebootGateTaint
+		Expect(k8s.Update(ctx, nm)).To(Succeed())
+		Eventually(func() []string { return handlerDS().Spec.Template.Spec.Containers[0].Args }, "10s").Should(ContainElement("--reboot-gate=Taint"))
+		Eventually(func() []string {
+			d := &appsv1.Deployment{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(find("Deployment")), d)).To(Succeed())
+			return d.Spec.Template.Spec.Containers[0].Args
+		}, "10s").Should(ContainElement("--reboot-gate=Taint"))
+
+		// What the controller leaves on a node whose gate timed out, and on one gated now.
+		theirs := corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule}
+		failed := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "op-gate-failed", Annotations: map[string]string{
+			rebootgate.FailedAnnotation: rebootgate.FormatFailed("b2", "not Available in boot b2 after 5m0s: bond")}}}
+		gated := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "op-gate-on", Annotations: map[string]string{
+			rebootgate.SinceAnnotation: rebootgate.FormatSince(time.Now(), "b7"), "example.com/owner": "team-a"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{theirs, rebootgate.Taint()}}}
+		for _, n := range []*corev1.Node{failed, gated} {
+			Expect(k8s.Create(ctx, n)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, n))).To(Succeed()) })
+		}
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded), "10s").Should(Equal("True ReconvergenceFailed"))
+		Expect(meta.FindStatusCondition(nmstate(nmstatev1.NMStateName)().Status.Conditions, nmstatev1.NMStateDegraded).Message).To(
+			ContainSubstring("op-gate-failed: not Available in boot b2 after 5m0s: bond"))
+		Expect(gateOf(gated.Name)()).To(HavePrefix("tainted since="), "a gate the controller holds is left to it")
+
+		// Off: the operator takes away what the gates left, and nothing else.
+		nm = nmstate(nmstatev1.NMStateName)()
+		nm.Spec.RebootGate = ""
+		Expect(k8s.Update(ctx, nm)).To(Succeed())
+		for _, n := range []*corev1.Node{failed, gated} {
+			Eventually(gateOf(n.Name), "10s").Should(Equal("untainted since=- failed=-"))
+		}
+		got := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(gated), got)).To(Succeed())
+		Expect(got.Spec.Taints).To(ContainElement(theirs))
+		Expect(got.Annotations).To(HaveKeyWithValue("example.com/owner", "team-a"))
+		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded), "10s").Should(Equal("False Deploying"))
+		Expect(handlerDS().Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--reboot-gate=Taint"))
 	})
 
 	It("corrects drift in what it owns: an edited DaemonSet, a deleted ClusterRole, a removed label", func() {
