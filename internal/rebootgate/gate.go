@@ -165,7 +165,7 @@ func ParseSince(v string) (at time.Time, boot string, ok bool) {
 // FormatFailed is FailedAnnotation's value.
 func FormatFailed(boot, message string) string { return boot + "/" + message }
 
-// ParseFailed reads FailedAnnotation's value; ok is false when there is none.
+// ParseFailed reads FailedAnnotation's value; ok is false when it does not parse.
 func ParseFailed(v string) (boot, message string, ok bool) {
 	return strings.Cut(v, "/")
 }

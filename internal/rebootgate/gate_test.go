@@ -265,6 +265,9 @@ func TestTolerated(t *testing.T) {
 		{[]corev1.Toleration{Toleration()}, true},
 		{[]corev1.Toleration{{Key: TaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}, false},
 		{[]corev1.Toleration{{Key: "other", Operator: corev1.TolerationOpExists}}, false},
+		{[]corev1.Toleration{{Key: TaintKey, Operator: corev1.TolerationOpEqual}}, true},
+		{[]corev1.Toleration{{Key: TaintKey, Value: "x"}}, false},
+		{[]corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, true},
 	} {
 		if got := Tolerated(tc.tolerations); got != tc.want {
 			t.Errorf("Tolerated(%v) = %v, want %v", tc.tolerations, got, tc.want)
