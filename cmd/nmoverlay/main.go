@@ -248,7 +248,8 @@ func addMachineConfigFlags(fs *flag.FlagSet) *machineConfigFlags {
 		"Ignition spec version: "+strings.Join(machineconfigs.SupportedIgnitionVersions, ", ")+" (3.4.0 needs OCP 4.13+, 3.5.0 OCP 4.19+)")
 	f.lower = fs.String("lower", def.Lower, "persistent keyfile dir (the overlay's lower layer)")
 	f.runDir = fs.String("run-dir", def.RunDir, "dir below /run for upper, work and merged")
-	f.selinux = fs.String("selinux-context", "", "SELinux context for the merged files, e.g. system_u:object_r:NetworkManager_etc_rw_t:s0")
+	f.selinux = fs.String("selinux-context", def.SELinuxContext, "SELinux context for the merged files: NetworkManager's keyfile type in RHEL's and Debian's policies; "+
+		"ignored by kernels without SELinux; \"\" for none")
 	fs.Var(&f.safety, "safety-options", "overlay options that keep offline changes to lower safe; comma-separated subset, or none (default "+
 		strings.Join(paths.SafetyOptions, ",")+")")
 	return f

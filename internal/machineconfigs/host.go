@@ -48,11 +48,15 @@ const fileMode os.FileMode = 0o644
 // validated options.
 func Files(o Options) []File {
 	l := o.WithDefaults().Layout
-	return []File{
+	files := []File{
 		{Path: l.KeyfileDropInPath(), Mode: fileMode, Contents: l.KeyfileDropInContent()},
 		{Path: paths.TmpfilesConf, Mode: fileMode, Contents: l.TmpfilesContent()},
 		{Path: paths.LayoutFile, Mode: fileMode, Contents: string(l.MarshalLayoutFile())},
 	}
+	if l.SELinuxContext != "" {
+		files = append(files, File{Path: paths.SELinuxModuleFile, Mode: fileMode, Contents: SELinuxModule()})
+	}
+	return files
 }
 
 // Units are the units the MachineConfig writes, for validated options. None is enabled:
@@ -62,6 +66,13 @@ func Files(o Options) []File {
 func Units(o Options) []Unit {
 	o = o.WithDefaults()
 	l := o.Layout
+	// With a context, the mounting domain must be allowed what overlayfs does for
+	// NetworkManager: the policy module is loaded first (Wants: without it the mount or the
+	// first write is refused, and nm-overlay then keeps NetworkManager on the persistent dir).
+	selinuxWants := ""
+	if l.SELinuxContext != "" {
+		selinuxWants = " " + paths.SELinuxService
+	}
 	mount := lines(
 		"# Rendered by nmoverlay. Nothing requires this mount on purpose (no",
 		"# RequiredBy="+paths.NMService+"): NetworkManager's keyfile path only switches to the merged",
@@ -77,8 +88,8 @@ func Units(o Options) []Unit {
 		// A migration from kubernetes-nmstate moves profiles out of the lower dir: only
 		// before the overlay is mounted on it. Wants: a failed move must not keep the
 		// overlay off.
-		"Wants="+paths.MigrateService,
-		"After=systemd-tmpfiles-setup.service "+paths.MigrateService,
+		"Wants="+paths.MigrateService+selinuxWants,
+		"After=systemd-tmpfiles-setup.service "+paths.MigrateService+selinuxWants,
 		"Before="+paths.HelperService+" "+paths.NMService+" umount.target",
 		"Conflicts=umount.target",
 		"",
@@ -168,7 +179,30 @@ func Units(o Options) []Unit {
 		"[Service]",
 		"EnvironmentFile=-"+l.NMEnvFile(),
 	)
-	return []Unit{
+	selinux := lines(
+		"# Rendered by nmoverlay. Pulled in by the overlay's mount on a host with SELinux: loads",
+		"# the policy module the overlay needs ("+paths.SELinuxModuleFile+") unless the policy",
+		"# store holds the same one (semodule -E extracts it as installed): installing rebuilds",
+		"# the whole policy, seconds that only a changed module should cost a boot. The",
+		"# distribution's own tools, not the helper: this runs before the handler installs it.",
+		"[Unit]",
+		"Description=Load the SELinux policy module of the NetworkManager keyfile overlay",
+		"Documentation=https://github.com/nmoverlay/nmoverlay",
+		"DefaultDependencies=no",
+		"After=local-fs.target",
+		"Before="+l.MountUnit()+" "+paths.HelperService+" "+paths.NMService+" shutdown.target",
+		"Conflicts=shutdown.target",
+		"ConditionSecurity=selinux",
+		"",
+		"[Service]",
+		"Type=oneshot",
+		"RemainAfterExit=yes",
+		"RuntimeDirectory="+strings.TrimSuffix(paths.SELinuxService, ".service"),
+		"WorkingDirectory=%t/"+strings.TrimSuffix(paths.SELinuxService, ".service"),
+		"ExecStart=/bin/sh -c 'semodule -E "+paths.SELinuxModuleName+" >/dev/null 2>&1 && cmp -s "+paths.SELinuxModuleName+".cil "+paths.SELinuxModuleFile+
+			" || semodule -i "+paths.SELinuxModuleFile+"'",
+	)
+	units := []Unit{
 		{Name: l.MountUnit(), Contents: mount},
 		{Name: paths.HelperService, Contents: helper},
 		{Name: paths.MigrateService, Contents: migrate},
@@ -176,6 +210,10 @@ func Units(o Options) []Unit {
 		{Name: paths.EnableService, Contents: enable},
 		{Name: paths.NMService, Dropins: []Dropin{{Name: paths.NMServiceDropIn, Contents: nm}}},
 	}
+	if l.SELinuxContext != "" {
+		units = append(units, Unit{Name: paths.SELinuxService, Contents: selinux})
+	}
+	return units
 }
 
 // Paths lists every host path the MachineConfig writes: files, unit files and drop-ins.

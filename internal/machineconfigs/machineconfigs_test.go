@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,8 @@ var goldenCases = []struct {
 	opts   Options
 }{
 	{"worker-3.2.0.yaml", Options{Pools: []string{"worker"}}},
+	{"worker-3.2.0-no-selinux.yaml", Options{Pools: []string{"worker"},
+		Layout: paths.Layout{Lower: paths.NMDefaultKeyfile, RunDir: paths.DefaultRunDir}}},
 	{"worker-master-3.4.0.yaml", Options{Pools: []string{"worker", "master"}, IgnitionVersion: "3.4.0"}},
 	{"infra-3.5.0-selinux.yaml", Options{
 		Pools: []string{"infra"}, CustomPools: []string{"infra"}, IgnitionVersion: "3.5.0",
@@ -147,6 +150,11 @@ func checkContents(t *testing.T, config []byte, o Options) {
 		paths.TmpfilesConf:    l.TmpfilesContent(),
 		paths.LayoutFile:      string(l.MarshalLayoutFile()),
 	}
+	wantUnits := []string{l.MountUnit(), paths.HelperService, paths.EnablePath, paths.EnableService, paths.MigrateService, paths.NMService}
+	if l.SELinuxContext != "" {
+		want[paths.SELinuxModuleFile] = SELinuxModule()
+		wantUnits = append(wantUnits, paths.SELinuxService)
+	}
 	if len(cfg.Storage.Files) != len(want) {
 		t.Errorf("%d files, want %d", len(cfg.Storage.Files), len(want))
 	}
@@ -167,21 +175,60 @@ func checkContents(t *testing.T, config []byte, o Options) {
 			t.Errorf("%s: not a plain percent-encoded data URL: %s", f.Path, *f.Contents.Source)
 		}
 	}
-	units := map[string]bool{}
+	units := map[string]string{}
 	for _, u := range cfg.Systemd.Units {
-		units[u.Name] = true
+		if u.Contents != nil {
+			units[u.Name] = *u.Contents
+		} else {
+			units[u.Name] = ""
+		}
 		if u.Enabled != nil || u.Mask != nil {
 			t.Errorf("%s: enabled/mask set; units are pulled in by the NetworkManager drop-in", u.Name)
 		}
 	}
-	if len(units) != 6 {
-		t.Errorf("units %v, want 6", units)
+	if len(units) != len(wantUnits) {
+		t.Errorf("%d units, want %v", len(units), wantUnits)
 	}
-	for _, name := range []string{l.MountUnit(), paths.HelperService, paths.EnablePath, paths.EnableService, paths.MigrateService, paths.NMService} {
-		if !units[name] {
+	for _, name := range wantUnits {
+		if _, ok := units[name]; !ok {
 			t.Errorf("unit %s missing", name)
 		}
 	}
+	// The policy module is loaded before the overlay is mounted: the mount wants it and
+	// comes after it, and it comes before the mount, the helper and NetworkManager.
+	if l.SELinuxContext != "" {
+		mount, selinux := unitSection(units[l.MountUnit()]), unitSection(units[paths.SELinuxService])
+		if !slices.Contains(mount["Wants"], paths.SELinuxService) || !slices.Contains(mount["After"], paths.SELinuxService) {
+			t.Errorf("the mount unit neither wants nor follows %s: %v", paths.SELinuxService, mount)
+		}
+		for _, u := range []string{l.MountUnit(), paths.HelperService, paths.NMService} {
+			if !slices.Contains(selinux["Before"], u) {
+				t.Errorf("%s is not ordered before %s: %v", paths.SELinuxService, u, selinux)
+			}
+		}
+		if !slices.Contains(selinux["ConditionSecurity"], "selinux") {
+			t.Errorf("%s runs on hosts without SELinux: %v", paths.SELinuxService, selinux)
+		}
+	} else if strings.Contains(units[l.MountUnit()], "context=") {
+		t.Errorf("a layout without a context renders a mount with one")
+	}
+}
+
+// unitSection is a unit file's [Unit] directives, each value split on spaces.
+func unitSection(contents string) map[string][]string {
+	out := map[string][]string{}
+	inUnit := false
+	for _, line := range strings.Split(contents, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			inUnit = line == "[Unit]"
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok && inUnit && !strings.HasPrefix(line, "#") {
+			out[k] = append(out[k], strings.Fields(v)...)
+		}
+	}
+	return out
 }
 
 // TestDataURLRoundTrip encodes what url.QueryEscape would corrupt and decodes it with the
@@ -287,9 +334,9 @@ func TestSafetyOptionsNoneAndSubset(t *testing.T) {
 		safety []string
 		want   string
 	}{
-		{nil, ",redirect_dir=off,index=off,metacopy=off,xino=off\n"},
-		{[]string{}, "workdir=/run/nmoverlay/work\n"},
-		{[]string{"xino=off"}, "workdir=/run/nmoverlay/work,xino=off\n"},
+		{nil, ",redirect_dir=off,index=off,metacopy=off,xino=off,context=\"" + paths.DefaultSELinuxContext + "\"\n"},
+		{[]string{}, "workdir=/run/nmoverlay/work,context=\"" + paths.DefaultSELinuxContext + "\"\n"},
+		{[]string{"xino=off"}, "workdir=/run/nmoverlay/work,xino=off,context=\"" + paths.DefaultSELinuxContext + "\"\n"},
 	} {
 		o := Options{Pools: []string{"worker"}, SafetyOptions: tc.safety}
 		if err := o.Validate(); err != nil {

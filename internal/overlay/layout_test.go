@@ -29,6 +29,13 @@ func TestLoadLayout(t *testing.T) {
 	if l, err := LoadLayout(p); err != nil || l != custom {
 		t.Fatalf("round trip: %v %v", l, err)
 	}
+	// What a release before 0.4.0 wrote for its default: no key, no context= on its mount.
+	if err := os.WriteFile(p, []byte(`{"lower":"/etc/NetworkManager/system-connections","runDir":"/run/nmoverlay"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := LoadLayout(p); err != nil || l.SELinuxContext != "" || l.RunDir != paths.DefaultRunDir {
+		t.Fatalf("a 0.3 layout file: %+v %v, want no SELinux context", l, err)
+	}
 	if err := os.WriteFile(p, []byte(`{"lower":"/etc/x","runDir":"/run/y","upper":"/z"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}

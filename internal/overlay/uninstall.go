@@ -24,6 +24,9 @@ func Leftovers(l paths.Layout) []string {
 	if dir := filepath.Dir(l.NMServiceDropInPath()); isEmptyDir(dir) {
 		left = append(left, dir)
 	}
+	if selinuxModuleInstalled() {
+		left = append(left, "SELinux policy module "+paths.SELinuxModuleName)
+	}
 	return left
 }
 
@@ -71,6 +74,13 @@ func Uninstall(l paths.Layout, keepBinary bool) ([]string, error) {
 			errs = append(errs, err)
 		} else {
 			removed = append(removed, dir)
+		}
+	}
+	if selinuxModuleInstalled() {
+		if err := removeSELinuxModule(); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed = append(removed, "SELinux policy module "+paths.SELinuxModuleName)
 		}
 	}
 	return removed, errors.Join(errs...)

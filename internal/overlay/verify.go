@@ -123,6 +123,7 @@ func verifyMount(l paths.Layout, add func(string, bool, string, ...any)) {
 	default:
 		add(CheckMounted, true, "overlay at %s", l.Merged())
 		add(CheckLayers, layersMatch(m.VFSOptions, l), "%s", layersDetail(m.VFSOptions, l))
+		verifySELinux(l, add)
 	}
 }
 

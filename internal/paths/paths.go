@@ -61,6 +61,19 @@ const (
 	EnableTag = "nmoverlay-verified"
 	// TmpfilesConf creates the run dirs and the fail-safe defaults early in boot.
 	TmpfilesConf = "/etc/tmpfiles.d/nmoverlay.conf"
+	// SELinuxService loads SELinuxModuleFile before the overlay is mounted, on SELinux hosts.
+	SELinuxService = "nm-overlay-selinux.service"
+	// SELinuxModuleFile is the SELinux policy module (CIL) the overlay needs where the
+	// mounting domain is confined (Debian's reference policy; on RHEL's targeted policy
+	// mount_t is unconfined and the module changes nothing). Directly in /etc, as LayoutFile.
+	SELinuxModuleFile = "/etc/" + SELinuxModuleName + ".cil"
+	// SELinuxModuleName is the module's name in the policy store (semodule names a CIL
+	// module after its file).
+	SELinuxModuleName = "nmoverlay"
+	// DefaultSELinuxContext is NetworkManager's keyfile type in both RHEL's targeted policy
+	// and the reference policy Debian ships: the overlay's context= option gives it to every
+	// file in the merged dir. A kernel without SELinux ignores the option.
+	DefaultSELinuxContext = "system_u:object_r:NetworkManager_etc_rw_t:s0"
 	// LayoutFile records a non-default layout for the helper and for administrators' commands.
 	// It sits directly in /etc so that removing it leaves no directory behind (MCO PR #2902).
 	LayoutFile = "/etc/nmoverlay.json"
@@ -82,13 +95,15 @@ type Layout struct {
 	// RunDir is a directory on tmpfs holding upper/, work/, merged/ and the boot's state.
 	RunDir string `json:"runDir"`
 	// SELinuxContext, when set, is given to the mount as context=, so NetworkManager may
-	// read and write the merged files on SELinux hosts (MCO PR #2402).
-	SELinuxContext string `json:"selinuxContext,omitempty"`
+	// read and write the merged files on SELinux hosts (MCO PR #2402), and the policy
+	// module the mount needs is installed with it. Always written: "" (no context) differs
+	// from the default.
+	SELinuxContext string `json:"selinuxContext"`
 }
 
 // DefaultLayout is the layout every pool gets unless told otherwise.
 func DefaultLayout() Layout {
-	return Layout{Lower: NMDefaultKeyfile, RunDir: DefaultRunDir}
+	return Layout{Lower: NMDefaultKeyfile, RunDir: DefaultRunDir, SELinuxContext: DefaultSELinuxContext}
 }
 
 func (l Layout) Upper() string  { return filepath.Join(l.RunDir, "upper") }
@@ -245,6 +260,14 @@ func ParseLayout(b []byte) (Layout, error) {
 	if err := dec.Decode(&l); err != nil {
 		return l, err
 	}
+	// Releases before 0.4.0 left selinuxContext out when it was "", their default: such a
+	// file describes a mount without context=, not today's default.
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(b, &keys) == nil {
+		if _, ok := keys["selinuxContext"]; !ok {
+			l.SELinuxContext = ""
+		}
+	}
 	return l, l.Validate()
 }
 
@@ -297,7 +320,7 @@ func NotVerifiedMarker() []byte {
 // MachineConfigFiles are the host paths the MachineConfig writes; MCO owns them, so only
 // removing the MachineConfig may remove them (a helper that touches them degrades the node).
 func (l Layout) MachineConfigFiles() []string {
-	return []string{
+	files := []string{
 		l.KeyfileDropInPath(),
 		TmpfilesConf,
 		LayoutFile,
@@ -308,6 +331,10 @@ func (l Layout) MachineConfigFiles() []string {
 		filepath.Join(SystemdUnitDir, EnableService),
 		l.NMServiceDropInPath(),
 	}
+	if l.SELinuxContext != "" {
+		files = append(files, SELinuxModuleFile, filepath.Join(SystemdUnitDir, SELinuxService))
+	}
+	return files
 }
 
 // NMServiceDropInPath is the NetworkManager.service drop-in the MachineConfig writes.
