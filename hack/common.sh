@@ -49,6 +49,11 @@ finish_vm_image() {
   rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/*
   echo "$(basename "$0"): making root.img" >&2
   mkfs.ext4 -q -F -L root -d "$work/root" "$work/root.img" 3G >&2
+  # mkfs -d copies the tree's extended attributes but not those of the tree's own top: the
+  # SELinux label of / (ROOT_LABEL, when the image is labelled) goes on its root inode here.
+  if [ -n "${ROOT_LABEL:-}" ]; then
+    debugfs -w -R "ea_set / security.selinux $ROOT_LABEL" "$work/root.img" >/dev/null 2>&1
+  fi
   rm -rf "$work/root"
   touch "$work/.complete"
   trap - EXIT

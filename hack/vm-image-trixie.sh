@@ -4,7 +4,10 @@
 # datapath, and NetworkManager 1.52 built from Debian's trixie source with its Open vSwitch
 # device plugin (Debian builds it without; hack/nm-ovs.sh does the same for bookworm). The
 # payload unit is the first guest's (hack/vm-payload.service); netdevsim is built for its
-# kernel. Prints the directory holding vmlinuz, initrd.img and root.img. TEST-RECIPES §12.
+# kernel. The root carries Debian's SELinux reference policy and auditd, and is labelled
+# here, last, so that a boot with "security=selinux enforcing=1" runs enforcing (the SELinux
+# scenarios); other boots leave SELinux off. Prints the directory holding vmlinuz,
+# initrd.img and root.img. TEST-RECIPES §12.
 # Cold: about 9 minutes (debootstrap, the build dependencies, and the compiles on 2
 # cores). Needs root, debootstrap and e2fsprogs.
 set -euo pipefail
@@ -12,7 +15,7 @@ cd "$(dirname "$0")/.."
 . hack/common.sh
 
 SUITE=trixie
-PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev,linux-image-amd64,initramfs-tools,openvswitch-switch,ethtool,wpasupplicant"
+PACKAGES="systemd-sysv,libpam-systemd,dbus,iproute2,network-manager,procps,kmod,udev,linux-image-amd64,initramfs-tools,openvswitch-switch,ethtool,wpasupplicant,selinux-policy-default,selinux-utils,policycoreutils,auditd"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 key=$( (echo "$SUITE $PACKAGES"; cat "$0" hack/vm-payload.service) | sha256sum | cut -c1-12)
 DIR="$CACHE/vm-$SUITE-$key"
@@ -46,7 +49,7 @@ apt-get source -qq network-manager >/dev/null 2>&1
 cd network-manager-*/
 meson setup build --prefix=/usr --libdir=lib/x86_64-linux-gnu --libexecdir=lib/NetworkManager \
   --sysconfdir=/etc --localstatedir=/var -Dovs=true -Dppp=false -Dmodem_manager=false -Dintrospection=false \
-  -Dvapi=false -Ddocs=false -Dtests=no -Dnmcli=false -Dnmtui=false -Dselinux=false -Dlibaudit=no \
+  -Dvapi=false -Ddocs=false -Dtests=no -Dnmcli=false -Dnmtui=false -Dselinux=true -Dlibaudit=yes \
   -Dqt=false -Debpf=false -Dcrypto=gnutls -Dsession_tracking=systemd -Dsuspend_resume=systemd \
   -Dconfig_plugins_default=keyfile >/dev/null
 ninja -C build src/core/NetworkManager src/core/devices/ovs/libnm-device-plugin-ovs.so >/dev/null
@@ -81,4 +84,18 @@ rm -rf "$work/build"
 
 echo "0123456789abcdef0123456789abcdef" > "$work/root/etc/machine-id"
 install_vm_payload "$work/root"
+# SELinux: Debian's reference policy ("default"), loaded only when the kernel is booted with
+# security=selinux. The test harness's own module: the reference policy does not label the
+# host's 9p share (unlabeled_t), which the payload unit mounts as mount_t; nothing of it is
+# nmoverlay's. Labelled last: a file added after setfiles would be unlabeled_t.
+printf 'SELINUX=permissive\nSELINUXTYPE=default\n' > "$work/root/etc/selinux/config"
+cat > "$work/root/root/vmharness.cil" <<'CIL'
+; The VM tier's harness: mount the host's 9p share, unlabeled under the reference policy.
+(allow mount_t unlabeled_t (filesystem (mount)))
+(allow unlabeled_t unlabeled_t (filesystem (associate)))
+CIL
+chroot "$work/root" semodule -i /root/vmharness.cil >>"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+chroot "$work/root" setfiles -F /etc/selinux/default/contexts/files/file_contexts / >>"$log" 2>&1 ||
+  { tail -20 "$log" >&2; exit 1; }
+ROOT_LABEL=$(chroot "$work/root" matchpathcon -n /)
 finish_vm_image

@@ -1,9 +1,10 @@
 //go:build vm
 
 // The VM tier: Debian kernels under qemu (TCG), for what the host kernel cannot do (bond,
-// VLAN, dummy, VRF, bridge VLAN filtering, Open vSwitch's kernel datapath), in two guests:
-// Debian 12's NetworkManager 1.42 and Debian 13's 1.52. One boot of each runs its
-// scenarios against its real NetworkManager; each becomes a spec here. Root only.
+// VLAN, dummy, VRF, bridge VLAN filtering, Open vSwitch's kernel datapath, SELinux), in two
+// images: Debian 12's NetworkManager 1.42 and Debian 13's 1.52. One boot of each runs its
+// scenarios against its real NetworkManager, and the Debian 13 image is booted three more
+// times on one disk with SELinux enforcing; each scenario becomes a spec here. Root only.
 package vm_test
 
 import (
@@ -40,47 +41,80 @@ var _ = BeforeSuite(func() {
 	for _, g := range guests {
 		image := os.Getenv(g.env)
 		Expect(image).NotTo(BeEmpty(), "%s is unset: run make test-vm (%s builds the image)", g.env, g.script)
-		results[g.suite] = boot(image, g.suite)
+		for suite, got := range bootAll(image, g.suites, g.append) {
+			results[suite] = got
+		}
 	}
 })
 
-// guests are the VM tier's two guests, each booted once to run its scenarios.
+// guests are the VM tier's guests: each boots once per suite, on one disk, so that a
+// later boot finds what an earlier one installed.
 var guests = []struct {
-	suite, env, script, about string
+	suites             []string
+	env, script, about string
+	append             string // to the kernel's command line
 }{
-	{scenarios.Bookworm, "NMOVERLAY_VM", "hack/vm-image.sh", "Debian 12: kernel 6.1, NetworkManager 1.42"},
-	{scenarios.Trixie, "NMOVERLAY_VM_TRIXIE", "hack/vm-image-trixie.sh",
-		"Debian 13: kernel 6.12, NetworkManager 1.52 with Open vSwitch on the kernel datapath"},
+	{[]string{scenarios.Bookworm}, "NMOVERLAY_VM", "hack/vm-image.sh", "Debian 12: kernel 6.1, NetworkManager 1.42", ""},
+	{[]string{scenarios.Trixie}, "NMOVERLAY_VM_TRIXIE", "hack/vm-image-trixie.sh",
+		"Debian 13: kernel 6.12, NetworkManager 1.52 with Open vSwitch on the kernel datapath", ""},
+	{scenarios.SELinuxBoots, "NMOVERLAY_VM_TRIXIE", "hack/vm-image-trixie.sh",
+		"Debian 13 with SELinux enforcing (reference policy): the rendered MachineConfig's overlay, over three boots",
+		"security=selinux selinux=1 enforcing=1"},
 }
 
-// boot boots image with the guest payload asked to run suite's scenarios, and returns
-// what it reported of each.
-func boot(image, suite string) map[string]string {
+// bootAll boots image once per suite, on one disk, with the guest payload asked to run
+// that suite's scenarios, and returns what it reported of each, by suite.
+func bootAll(image string, suites []string, appendArgs string) map[string]map[string]string {
 	for _, f := range []string{"vmlinuz", "initrd.img", "root.img"} {
 		Expect(filepath.Join(image, f)).To(BeAnExistingFile())
 	}
 	dir := GinkgoT().TempDir()
 	share := filepath.Join(dir, "share")
 	Expect(os.MkdirAll(share, 0o755)).To(Succeed())
-	Expect(os.WriteFile(filepath.Join(share, "suite"), []byte(suite), 0o644)).To(Succeed())
 	record := os.Getenv(snapshots.Env)
 	if record != "" {
 		Expect(os.WriteFile(filepath.Join(share, "record"), nil, 0o644)).To(Succeed())
 	}
-	// The guest's program, and the stand-in for NetworkManager-libreswan's service.
-	for bin, pkg := range map[string]string{"run": "test/vm/guest", "fakevpn": "test/fakevpn"} {
+	// The guest's program, the stand-in for NetworkManager-libreswan's service, and the
+	// helper the SELinux guest installs.
+	for bin, pkg := range map[string]string{"run": "test/vm/guest", "fakevpn": "test/fakevpn", "nm-overlay": "cmd/nm-overlay"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(share, bin), "github.com/nmoverlay/nmoverlay/"+pkg)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := build.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 	}
+	all := map[string]map[string]string{}
+	for i, suite := range suites {
+		all[suite] = boot(image, dir, share, suite, appendArgs, i == 0)
+		if failed(all[suite]) {
+			break // a later boot builds on this one
+		}
+	}
+	return all
+}
+
+// failed says whether a boot reported a failed scenario.
+func failed(got map[string]string) bool {
+	for _, line := range got {
+		if strings.HasPrefix(line, "FAIL ") {
+			return true
+		}
+	}
+	return len(got) == 0
+}
+
+// boot boots the disk in dir (a fresh one when first) with the payload asked to run
+// suite's scenarios, and returns what it reported of each.
+func boot(image, dir, share, suite, appendArgs string, first bool) map[string]string {
+	Expect(os.WriteFile(filepath.Join(share, "suite"), []byte(suite), 0o644)).To(Succeed())
+	record := os.Getenv(snapshots.Env)
 	// A guest that never reaches its program (the payload's output file is made when it
 	// starts) failed to boot, not a scenario: under TCG the Debian 13 kernel has been seen
 	// to oops in early boot, and its 9p share not to come up. Such a boot is tried once
-	// more, on a fresh disk, and said.
+	// more, on a fresh disk when it was the first, and said.
 	var console []byte
 	for attempt := 1; ; attempt++ {
-		console = bootOnce(image, dir, share, suite)
+		console = bootOnce(image, dir, share, suite, appendArgs, first)
 		if _, err := os.Stat(filepath.Join(share, "output")); err == nil || attempt == 2 {
 			break
 		}
@@ -118,19 +152,23 @@ func boot(image, suite string) map[string]string {
 	return got
 }
 
-// bootOnce boots image on a fresh disk in dir, with share as the guest's share, until the
-// guest powers off (or panics: panic=-1 with -no-reboot ends qemu), and returns its console.
-func bootOnce(image, dir, share, suite string) []byte {
+// bootOnce boots image from the disk in dir (made afresh when fresh), with share as the
+// guest's share, until the guest powers off (or panics: panic=-1 with -no-reboot ends
+// qemu), and returns its console.
+func bootOnce(image, dir, share, suite, appendArgs string, fresh bool) []byte {
 	_ = os.Remove(filepath.Join(share, "output"))
 	disk := filepath.Join(dir, "disk.qcow2")
-	out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", filepath.Join(image, "root.img"), "-F", "raw", disk).CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	if fresh {
+		_ = os.Remove(disk)
+		out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", filepath.Join(image, "root.img"), "-F", "raw", disk).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+	}
 
 	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "2048",
 		"-nographic", "-nodefaults", "-monitor", "none", "-no-reboot",
 		"-serial", "file:" + filepath.Join(dir, "console.log"),
 		"-kernel", filepath.Join(image, "vmlinuz"), "-initrd", filepath.Join(image, "initrd.img"),
-		"-append", "console=ttyS0 root=/dev/vda rw quiet panic=-1",
+		"-append", strings.TrimSpace("console=ttyS0 root=/dev/vda rw quiet panic=-1 " + appendArgs),
 		"-drive", "file=" + disk + ",format=qcow2,if=virtio",
 		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=share"}
 	// Isolated hub ports: no traffic leaves the VM. A on its own hub, B, C and D together.
@@ -146,7 +184,7 @@ func bootOnce(image, dir, share, suite string) []byte {
 	defer cancel()
 	start := time.Now()
 	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
-	out, err = qemu.CombinedOutput()
+	out, err := qemu.CombinedOutput()
 	console, _ := os.ReadFile(filepath.Join(dir, "console.log"))
 	Expect(err).NotTo(HaveOccurred(), "qemu: %s\nconsole:\n%s", out, tail(string(console), 60))
 	GinkgoWriter.Printf("%s: VM boot, scenarios and poweroff took %s\n", suite, time.Since(start).Round(time.Second))
@@ -156,12 +194,18 @@ func bootOnce(image, dir, share, suite string) []byte {
 var _ = Describe("in a qemu guest", func() {
 	for _, g := range guests {
 		Describe(g.about, func() {
-			for _, s := range scenarios.Suites[g.suite] {
-				It(s.Name, func() {
-					line, ok := results[g.suite][s.Name]
-					Expect(ok).To(BeTrue(), "the guest did not report this scenario")
-					Expect(line).To(HavePrefix("PASS "), line)
-				})
+			for _, suite := range g.suites {
+				for _, s := range scenarios.Suites[suite] {
+					name := s.Name
+					if len(g.suites) > 1 {
+						name = suite + ": " + name
+					}
+					It(name, func() {
+						line, ok := results[suite][s.Name]
+						Expect(ok).To(BeTrue(), "the guest did not report this scenario (or an earlier boot failed)")
+						Expect(line).To(HavePrefix("PASS "), line)
+					})
+				}
 			}
 		})
 	}

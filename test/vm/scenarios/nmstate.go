@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"regexp"
+	"strings"
 
 	"github.com/nmoverlay/nmoverlay/test/published"
 )
@@ -48,13 +49,14 @@ var nmstateNICs = regexp.MustCompile(`\beth[12]\b`)
 
 func nmstateScenarios() []Scenario {
 	var out []Scenario
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, file := range NmstateApplied {
 		name := "nmstate's example " + file
-		if seen[file] {
-			name += ", again"
+		// The host tells scenarios apart by name: each repeat is numbered.
+		if seen[file] > 0 {
+			name += ", again" + strings.Repeat(", and again", seen[file]-1)
 		}
-		seen[file] = true
+		seen[file]++
 		out = append(out, Scenario{name, func(ctx context.Context, e *Env) error {
 			doc, err := published.Nmstate(file)
 			if err != nil {

@@ -44,21 +44,30 @@ type Env struct {
 
 // Apply parses, applies and commits a desired state written with {A} {B} {C} for the NICs.
 func (e *Env) Apply(ctx context.Context, policies ...string) error {
+	desired, err := e.Desired(policies...)
+	if err != nil {
+		return err
+	}
+	return e.applyCommit(ctx, desired, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+}
+
+// Desired is the merged desired state of policies written with {A} {B} {C} for the NICs.
+func (e *Env) Desired(policies ...string) (state.State, error) {
 	var sources []state.Source
 	for i, doc := range policies {
 		doc = e.named(doc)
 		s, err := state.Parse([]byte(doc))
 		if err != nil {
-			return err
+			return state.State{}, err
 		}
 		// Policy names against the dependency order: the merge must not care.
 		sources = append(sources, state.Source{Policy: fmt.Sprintf("%c-policy", 'z'-i), State: s})
 	}
 	merged, err := state.Merge(sources)
 	if err != nil {
-		return err
+		return state.State{}, err
 	}
-	return e.applyCommit(ctx, merged.State, networkmanager.ApplyOptions{ActivationTimeout: 60 * time.Second})
+	return merged.State, nil
 }
 
 // named is doc with the NICs' names for {A} {B} {C}.
@@ -79,8 +88,15 @@ func (e *Env) applyCommit(ctx context.Context, desired state.State, opts network
 	return snapshots.Record(ctx, e.Record, fmt.Sprintf("vm %02d %s", e.applies, e.Scenario), desired, e.NM)
 }
 
+// sh runs a command; one that takes more than 2 minutes is killed (a scenario must fail,
+// not hang the guest until the host's timeout).
 func sh(args ...string) (string, error) {
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (killed after 2 minutes)", err)
+	}
 	return string(out), err
 }
 
