@@ -22,8 +22,9 @@ type SELinuxBlock struct {
 	Rules []SELinuxRule
 }
 
-// SELinuxBlocks are the module's rules: the smallest set with which the VM tier's
-// enforcing guest (Debian 13, reference policy) shows no denial while NetworkManager
+// SELinuxBlocks are the module's rules: only what overlayfs does for NetworkManager on its
+// layers, on NetworkManager's keyfile type and mount_t's own runtime type, with which the VM
+// tier's enforcing guest (Debian 13, reference policy) shows no denial while NetworkManager
 // adds, rewrites, deletes and restores keyfiles through the overlay. overlayfs checks its
 // access to the layers with the credentials of whoever mounted it, mount_t, on every
 // access made through the merged dir; the reference policy lets mount_t mount the overlay
