@@ -137,6 +137,11 @@ var selinuxScenarios = map[string][]Scenario{
 			if err := installRendered(cfg); err != nil {
 				return err
 			}
+			for path, typ := range map[string]string{paths.HelperBinary: "bin_t", filepath.Join(paths.SystemdUnitDir, l.MountUnit()): "systemd_unit_t"} {
+				if err := wantType(path, typ); err != nil {
+					return err
+				}
+			}
 			return os.MkdirAll(selinuxState, 0o755)
 		}},
 	},
