@@ -249,7 +249,7 @@ func addMachineConfigFlags(fs *flag.FlagSet) *machineConfigFlags {
 	f.lower = fs.String("lower", def.Lower, "persistent keyfile dir (the overlay's lower layer)")
 	f.runDir = fs.String("run-dir", def.RunDir, "dir below /run for upper, work and merged")
 	f.selinux = fs.String("selinux-context", def.SELinuxContext, "SELinux context for the merged files: NetworkManager's keyfile type in RHEL's and Debian's policies; "+
-		"ignored by kernels without SELinux; \"\" for none")
+		"left out of the mount where SELinux is disabled; \"\" for none")
 	fs.Var(&f.safety, "safety-options", "overlay options that keep offline changes to lower safe; comma-separated subset, or none (default "+
 		strings.Join(paths.SafetyOptions, ",")+")")
 	return f

@@ -27,7 +27,7 @@ func TestJudgeLabel(t *testing.T) {
 	}
 }
 
-// A host without SELinux gets no label check: the kernel ignores context= there.
+// A host without SELinux gets no label check: the mount has no context= there.
 func TestVerifySELinuxWithoutSELinux(t *testing.T) {
 	old := selinuxFS
 	selinuxFS = t.TempDir()

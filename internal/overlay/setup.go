@@ -135,6 +135,11 @@ func recordBootID(l paths.Layout) error {
 }
 
 func mountOverlay(l paths.Layout) error {
+	// As mount(8) (libmount), which the mount unit runs: SELinux options are left out where
+	// SELinux is disabled, since the kernel then refuses them (EINVAL).
+	if !SELinuxEnabled() {
+		l.SELinuxContext = ""
+	}
 	opts := l.MountOptions(KernelSafetyOptions())
 	if err := unix.Mount("overlay", l.Merged(), "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount -t overlay -o %s overlay %s: %w", opts, l.Merged(), err)

@@ -72,7 +72,8 @@ const (
 	SELinuxModuleName = "nmoverlay"
 	// DefaultSELinuxContext is NetworkManager's keyfile type in both RHEL's targeted policy
 	// and the reference policy Debian ships: the overlay's context= option gives it to every
-	// file in the merged dir. A kernel without SELinux ignores the option.
+	// file in the merged dir. Where SELinux is disabled the option is left out of the mount
+	// (mount(8) drops it, and so does nm-overlay's own mount): the kernel would refuse it.
 	DefaultSELinuxContext = "system_u:object_r:NetworkManager_etc_rw_t:s0"
 	// LayoutFile records a non-default layout for the helper and for administrators' commands.
 	// It sits directly in /etc so that removing it leaves no directory behind (MCO PR #2902).
