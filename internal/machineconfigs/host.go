@@ -179,6 +179,7 @@ func Units(o Options) []Unit {
 		"[Service]",
 		"EnvironmentFile=-"+l.NMEnvFile(),
 	)
+	selinuxRunDir := strings.TrimSuffix(paths.SELinuxService, ".service")
 	selinux := lines(
 		"# Rendered by nmoverlay. Pulled in by the overlay's mount on a host with SELinux: loads",
 		"# the policy module the overlay needs ("+paths.SELinuxModuleFile+") unless the policy",
@@ -197,8 +198,8 @@ func Units(o Options) []Unit {
 		"[Service]",
 		"Type=oneshot",
 		"RemainAfterExit=yes",
-		"RuntimeDirectory="+strings.TrimSuffix(paths.SELinuxService, ".service"),
-		"WorkingDirectory=%t/"+strings.TrimSuffix(paths.SELinuxService, ".service"),
+		"RuntimeDirectory="+selinuxRunDir,
+		"WorkingDirectory=%t/"+selinuxRunDir,
 		"ExecStart=/bin/sh -c 'semodule -E "+paths.SELinuxModuleName+" >/dev/null 2>&1 && cmp -s "+paths.SELinuxModuleName+".cil "+paths.SELinuxModuleFile+
 			" || semodule -i "+paths.SELinuxModuleFile+"'",
 	)

@@ -37,7 +37,7 @@ func FileLabel(path string) (string, error) {
 }
 
 // verifySELinux checks the merged dir's label where SELinux is enabled; elsewhere it adds
-// no check (a context= option is then ignored by the kernel).
+// no check (the mount then has no context=: mount(8) and mountOverlay leave it out).
 func verifySELinux(l paths.Layout, add func(string, bool, string, ...any)) {
 	if !SELinuxEnabled() {
 		return

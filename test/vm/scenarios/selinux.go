@@ -122,8 +122,8 @@ var selinuxScenarios = map[string][]Scenario{
 				// this guest's question, and 20 s of every boot.
 				{"systemctl", "mask", "openvswitch-switch.service", "ovs-vswitchd.service", "ovsdb-server.service"},
 			} {
-				if out, err := sh(args...); err != nil {
-					return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+				if err := expect(args); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -174,7 +174,7 @@ var selinuxScenarios = map[string][]Scenario{
 				{"nmcli", "connection", "modify", persistentEdited, "ipv4.method", "manual", "ipv4.addresses", "10.9.4.1/24"},
 				{"nmcli", "connection", "delete", persistentGone},
 			} {
-				if err := run(args...); err != nil {
+				if err := expect(args); err != nil {
 					return err
 				}
 			}
@@ -182,8 +182,8 @@ var selinuxScenarios = map[string][]Scenario{
 				return err
 			}
 			// Added again: its keyfile replaces its whiteout.
-			if err := run("nmcli", "connection", "add", "type", "bridge", "ifname", "br-r", "con-name", persistentGone, "bridge.stp", "no",
-				"ipv4.method", "disabled", "ipv6.method", "disabled"); err != nil {
+			if err := expect([]string{"nmcli", "connection", "add", "type", "bridge", "ifname", "br-r", "con-name", persistentGone, "bridge.stp", "no",
+				"ipv4.method", "disabled", "ipv6.method", "disabled"}); err != nil {
 				return err
 			}
 			return adminChanges(overlay.Modified)
@@ -264,7 +264,7 @@ var selinuxScenarios = map[string][]Scenario{
 }
 
 // moduleStoreEntry is the policy module as Debian's policy store holds it.
-const moduleStoreEntry = "/var/lib/selinux/default/active/modules/400/nmoverlay"
+var moduleStoreEntry = "/var/lib/selinux/default/active/modules/400/" + paths.SELinuxModuleName
 
 // negativeControl mounts the overlay as rendered without context=, the policy module
 // still loaded (so that only the context differs), moves NetworkManager onto it, and shows
@@ -282,14 +282,14 @@ func negativeControl(ctx context.Context) error {
 		steps = append(steps, fmt.Sprintf("%s %s", what, time.Since(start).Round(100*time.Millisecond)))
 	}
 	for _, args := range [][]string{{"systemctl", "stop", "NetworkManager"}, {"systemctl", "stop", l.MountUnit()}} {
-		if err := run(args...); err != nil {
+		if err := expect(args); err != nil {
 			return err
 		}
 	}
 	if err := installRendered(cfg); err != nil {
 		return err
 	}
-	if err := run("systemctl", "start", l.MountUnit()); err != nil {
+	if err := expect([]string{"systemctl", "start", l.MountUnit()}); err != nil {
 		return err
 	}
 	label, err := overlay.FileLabel(l.Merged())
@@ -342,7 +342,7 @@ func installRendered(cfg []byte) error {
 	if err := machineconfigs.ApplyIgnition("/", cfg); err != nil {
 		return err
 	}
-	if err := run("install", "-m", "0755", helperInShare, paths.HelperBinary); err != nil {
+	if err := expect([]string{"install", "-m", "0755", helperInShare, paths.HelperBinary}); err != nil {
 		return err
 	}
 	// What the config wrote, and the directories it may have made (a drop-in dir).
@@ -350,10 +350,10 @@ func installRendered(cfg []byte) error {
 	for _, f := range paths.DefaultLayout().MachineConfigFiles() {
 		written = append(written, f, filepath.Dir(f))
 	}
-	if err := run(append([]string{"restorecon", "-F"}, written...)...); err != nil {
+	if err := expect(append([]string{"restorecon", "-F"}, written...)); err != nil {
 		return err
 	}
-	return run("systemctl", "daemon-reload")
+	return expect([]string{"systemctl", "daemon-reload"})
 }
 
 // overlayUp checks the overlay is mounted with the default context and verified, with
@@ -379,7 +379,7 @@ func overlayUp() error {
 
 // moduleLoaded checks the policy store holds the rendered module, loaded at boot by its unit.
 func moduleLoaded() error {
-	if err := expect([]string{"semodule", "-l"}, "nmoverlay"); err != nil {
+	if err := expect([]string{"semodule", "-l"}, paths.SELinuxModuleName); err != nil {
 		return err
 	}
 	return expect([]string{"systemctl", "show", "-p", "ActiveState,Result", paths.SELinuxService}, "ActiveState=active", "Result=success")
@@ -496,17 +496,10 @@ func selinuxType(label string) string {
 // restartNM restarts NetworkManager and waits until it answers: not until its startup
 // completes, which waits out the DHCP attempts on the guest's NICs that have no server.
 func restartNM() error {
-	if err := run("systemctl", "restart", "NetworkManager"); err != nil {
+	if err := expect([]string{"systemctl", "restart", "NetworkManager"}); err != nil {
 		return err
 	}
 	return eventually(30*time.Second, func() error { return expect([]string{"nmcli", "-t", "-f", "RUNNING", "general"}, "running") })
-}
-
-func run(args ...string) error {
-	if out, err := sh(args...); err != nil {
-		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(out))
-	}
-	return nil
 }
 
 // bootStart is when this boot began.
