@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -38,6 +40,12 @@ const (
 // conflictRetry: a pass whose patch met a newer Node decides again this soon.
 const conflictRetry = 200 * time.Millisecond
 
+// concurrentGates is how many nodes' gates are decided at once: after a power cut or
+// with a pool's rollout many kubelets report a new boot together, and each node's taint
+// is one patch (a round trip) that the others need not wait for. A node is never decided
+// twice at once (the work queue's rule).
+const concurrentGates = 4
+
 // enactmentNodeIndex indexes enactments by their node label: a pass reads one node's.
 const enactmentNodeIndex = "nmoverlay.gate.node"
 
@@ -48,6 +56,9 @@ type RebootGateController struct {
 	Events events.EventRecorder
 	// Timeout bounds a gate (rebootgate.DefaultTimeout when 0).
 	Timeout time.Duration
+
+	// started is the boot of each node's last gate started here (rebootgate.View.Started).
+	started sync.Map
 }
 
 // SetupWithManager runs on a Node's new boot ID, labels (what selects it) and gate; on the
@@ -85,6 +96,7 @@ func (r *RebootGateController) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("reboot-gate").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentGates}).
 		For(&corev1.Node{}, builder.WithPredicates(gateChanged)).
 		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, enactmentNode).
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, gatedNodes, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -108,6 +120,9 @@ func (r *RebootGateController) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	}
 	v := rebootgate.View{Node: n, Enactments: map[string]*v1beta1.NodeNetworkConfigurationEnactment{}, Now: time.Now(), Timeout: r.Timeout}
+	if b, ok := r.started.Load(n.Name); ok {
+		v.Started = b.(string)
+	}
 	byName := map[string]*nmstatev1.NodeNetworkConfigurationPolicy{}
 	for i := range policies.Items {
 		p := &policies.Items[i]
@@ -134,6 +149,9 @@ func (r *RebootGateController) Reconcile(ctx context.Context, req reconcile.Requ
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, err
+	}
+	if d.Outcome == rebootgate.Started {
+		r.started.Store(n.Name, d.Boot)
 	}
 	r.tell(ctx, n, byName[d.Policy], d, v.Now.Sub(since))
 	return reconcile.Result{RequeueAfter: d.Recheck}, nil

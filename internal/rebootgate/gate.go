@@ -86,6 +86,11 @@ type View struct {
 	Now        time.Time
 	// Timeout is how long a gate may hold the node (DefaultTimeout when 0).
 	Timeout time.Duration
+	// Started is the boot of the node's last gate the deciding controller started (it
+	// remembers): a gate lifted with the policies back leaves nothing on the Node, and the
+	// enactments in a cache can lag behind the Node lifted by the handler, which would
+	// look like the reboot again.
+	Started string
 }
 
 // Outcome is what a decision does to the gate.
@@ -177,7 +182,8 @@ func ParseFailed(v string) (boot, message string, ok bool) {
 //     since the gate began), or at the timeout (TimedOut); else looked at again at the
 //     deadline. A taint removed by someone else meanwhile is not put back;
 //   - else, when the node's enactments were applied in an older boot and its policies are
-//     not all Available in this one, and no gate of this boot ended already: Started;
+//     not all Available in this one, and no gate of this boot was started or ended
+//     already: Started;
 //   - else what is left of a gate goes (Cleared): the taint, a start of another boot, a
 //     failure of another boot or one the node has recovered from.
 //
@@ -194,7 +200,7 @@ func Decide(v View) Decision {
 		return lift(v, a, since, 0)
 	}
 	failedBoot, _, hasFailed := ParseFailed(v.Node.Annotations[FailedAnnotation])
-	if a.rebooted && !a.converged() && !(hasFailed && failedBoot == boot) {
+	if a.rebooted && !a.converged() && !(hasFailed && failedBoot == boot) && v.Started != boot {
 		d := Decision{Outcome: Started, Boot: boot, Taint: !tainted(v.Node), Waiting: a.waiting,
 			Set: map[string]string{SinceAnnotation: FormatSince(v.Now, boot)}, Recheck: timeout(v)}
 		if hasFailed {

@@ -57,6 +57,7 @@ func TestDecide(t *testing.T) {
 		node       *corev1.Node
 		selected   []Policy
 		enactments map[string]*v1beta1.NodeNetworkConfigurationEnactment
+		started    string
 		want       Decision
 	}{
 		{name: "rebooted: its enactments of an older boot; tainted, the start recorded",
@@ -85,6 +86,16 @@ func TestDecide(t *testing.T) {
 			enactments: map[string]*v1beta1.NodeNetworkConfigurationEnactment{
 				"bond": en(2, shared.EnactmentAvailable, oldBoot, t0), "vlan": en(1, shared.EnactmentAvailable, oldBoot, t0)},
 			want: Decision{Boot: boot}},
+		{name: "a gate of this boot started and lifted already, the enactments not yet seen in it: not started again",
+			node: node(boot, nil, nil), selected: two, started: boot,
+			enactments: map[string]*v1beta1.NodeNetworkConfigurationEnactment{
+				"bond": en(2, shared.EnactmentAvailable, oldBoot, t0), "vlan": en(1, shared.EnactmentAvailable, oldBoot, t0)},
+			want: Decision{Boot: boot}},
+		{name: "a gate of an older boot started: this boot's starts",
+			node: node(boot, nil, nil), selected: two, started: oldBoot,
+			enactments: map[string]*v1beta1.NodeNetworkConfigurationEnactment{
+				"bond": en(2, shared.EnactmentAvailable, oldBoot, t0), "vlan": en(1, shared.EnactmentAvailable, oldBoot, t0)},
+			want: Decision{Outcome: Started, Taint: true, Set: since(now, boot), Boot: boot, Waiting: []string{"bond", "vlan"}, Recheck: DefaultTimeout}},
 		{name: "a new node: no enactment applied in any boot; not gated",
 			node: node(boot, nil, nil), selected: two,
 			enactments: map[string]*v1beta1.NodeNetworkConfigurationEnactment{"bond": en(2, shared.EnactmentPending, "", t0)},
@@ -156,7 +167,7 @@ func TestDecide(t *testing.T) {
 			want: Decision{Boot: boot}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Decide(View{Node: tc.node, Selected: tc.selected, Enactments: tc.enactments, Now: now})
+			got := Decide(View{Node: tc.node, Selected: tc.selected, Enactments: tc.enactments, Now: now, Started: tc.started})
 			expect(t, got, tc.want)
 		})
 	}

@@ -4,6 +4,7 @@ package boot_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
+	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/test/demo"
 	"github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -75,6 +77,19 @@ var _ = Describe("the demo scenario", func() {
 		Expect(report.BootIDs[0]).NotTo(Equal(report.BootIDs[1]))
 		Expect(report.Reconverge).To(BeNumerically(">", 0))
 		Expect(report.Reconverge).To(BeNumerically("<", report.Reboot), "the handler's own figure is part of the reboot")
+
+		By("the reboot gate kept the pod created in the new boot off the node until the policy was back; then it ran there")
+		g := report.Gate
+		Expect(g.BootPosted).To(BeNumerically(">", 0))
+		Expect(g.Tainted).To(BeNumerically(">=", g.BootPosted))
+		Expect(g.PodCreated).To(BeNumerically(">=", g.Tainted))
+		Expect(g.Unschedulable).To(ContainSubstring("untolerated taint"))
+		Expect(g.OtherTaints).To(BeEmpty(), "the gate's taint was the only one while the pod waited")
+		Expect(g.PodBound).To(BeNumerically(">=", g.Available), "bound only once the policy was Available in the new boot")
+		Expect(g.PodRunning).To(BeNumerically(">=", g.PodBound))
+		AddReportEntry("reboot gate, end to end with real kubelets",
+			fmt.Sprintf("new boot ID to %s taint %s (the gate's window); to the policy Available %s (the window without it)",
+				rebootgate.TaintKey, g.Race().Round(time.Millisecond), g.Ungated().Round(time.Millisecond)), ReportEntryVisibilityAlways)
 
 		By("the metrics were refused without a token")
 		Expect(report.Unauthenticated).To(Equal(http.StatusUnauthorized))

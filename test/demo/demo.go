@@ -112,8 +112,10 @@ type Report struct {
 	// Reboot: the reboot was asked for until the policy was Available in the new boot;
 	// Reconverge is the handler's own figure (nmoverlay_boot_reconvergence_seconds),
 	// scraped with a token; Unauthenticated is the HTTP status of a scrape without one.
-	BootIDs         [2]string
-	Reboot          time.Duration
+	BootIDs [2]string
+	Reboot  time.Duration
+	// Gate is the reboot as the API showed it, with the reboot gate on.
+	Gate            GateTimeline
 	Reconverge      time.Duration
 	Unauthenticated int
 	// BadGateway is the failing enactment's message; DefaultRouteAfter the node's
@@ -274,7 +276,7 @@ func (r *run) steps(ctx context.Context) error {
 		{fmt.Sprintf("per-node authority: %s's handler (its pod's own service account token, bound to its pod on %s) may not touch %s's enactment",
 			nodeA.Name, nodeA.Name, nodeB.Name), r.authority},
 		{fmt.Sprintf("%s: the policy's profiles live in the tmpfs layer only; the persistent dir is as MCO wrote it", nodeA.Name), r.layers},
-		{fmt.Sprintf("reboot %s: the tmpfs layer is gone; the kubelet restarts the handler, which re-applies every policy in the new boot", nodeA.Name), r.reboot},
+		{fmt.Sprintf("reboot %s: the tmpfs layer is gone; the kubelet restarts the handler, which re-applies every policy in the new boot; meanwhile the reboot gate keeps a new pod off the node", nodeA.Name), r.reboot},
 		{fmt.Sprintf("scrape %s's handler as Prometheus does: HTTPS on port %d with a token allowed to get /metrics; without one, refused", nodeA.Name, serving.HandlerMetricsPort), r.scrape},
 		{fmt.Sprintf("policy %s points %s's default route at %s, where nobody answers: the gateway probe fails and the node rolls back", BadGatewayPolicy, nodeA.Name, badGateway), r.badGateway},
 		{"delete the NMState: the garbage collector removes the handlers and the controller, the nodes keep their network and the policies stay; create it again", r.removeNMState},
@@ -391,11 +393,13 @@ func (r *run) install(ctx context.Context) error {
 }
 
 // NMStateManifest is the NMState an administrator creates, as kubernetes-nmstate's
-// documentation writes it.
+// documentation writes it, with nmoverlay's reboot gate on.
 const NMStateManifest = `apiVersion: nmstate.io/v1
 kind: NMState
 metadata:
   name: nmstate
+spec:
+  rebootGate: Taint
 `
 
 // controllerLease is the controller's leader election lease (cmd/controller).
@@ -741,7 +745,10 @@ func (r *run) reboot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	policy := BridgePolicy(nodeA.Name)
 	start := time.Now()
+	gate := r.watchGate(ctx, nodeA.Name, policy, before, start)
+	defer gate.stop()
 	if err := nodeA.Reboot(ctx); err != nil {
 		return err
 	}
@@ -754,7 +761,6 @@ func (r *run) reboot(ctx context.Context) error {
 		return fmt.Errorf("the boot ID did not change (%s)", after)
 	}
 	r.report.BootIDs = [2]string{before, after}
-	policy := BridgePolicy(nodeA.Name)
 	if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		e, err := r.enactment(ctx, nodeA.Name, policy)
 		if err != nil {
@@ -771,7 +777,32 @@ func (r *run) reboot(ctx context.Context) error {
 	if err := r.expectAddress(ctx, nodeA, Bridge, BridgeAddress(0)+"/24"); err != nil {
 		return err
 	}
-	if err := r.kubectl(ctx, "-n", r.w.Namespace, "get", "pods", "-o", "wide", "--field-selector", "spec.nodeName="+nodeA.Name); err != nil {
+	// The gate (spec.rebootGate: Taint): the workload created while the taint held runs
+	// once the policy is back.
+	var t GateTimeline
+	if err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(context.Context) (bool, error) {
+		t, err = gate.timeline()
+		return err != nil || t.PodRunning != 0, err
+	}); err != nil {
+		return fmt.Errorf("pod %s: %w (seen: %+v)", GatePod, err, t)
+	}
+	gate.stop()
+	t, _ = gate.timeline()
+	r.report.Gate = t
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	r.printf("the kubelet posted the new boot ID %s after the reboot began; the gate's taint was on the Node %s later\n", ms(t.BootPosted), ms(t.Race()))
+	r.printf("pod %s, selecting %s by hostname, created once the taint was seen (%s): the scheduler said %q\n", GatePod, nodeA.Name, ms(t.PodCreated), t.Unschedulable)
+	r.printf("the policy Available at %s, the taint gone at %s, the pod bound at %s and running at %s\n",
+		ms(t.Available), ms(t.Untainted), ms(t.PodBound), ms(t.PodRunning))
+	r.printf("the window in which a new pod could start without the policy's network: %s without the gate (new boot ID to Available), %s with it (new boot ID to taint)\n",
+		ms(t.Ungated()), ms(t.Race()))
+	if err := t.check(); err != nil {
+		return err
+	}
+	if err := r.kubectl(ctx, "get", "pods", "-o", "wide", "--all-namespaces", "--field-selector", "spec.nodeName="+nodeA.Name); err != nil {
+		return err
+	}
+	if err := r.k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: GatePod, Namespace: metav1.NamespaceDefault}}, client.GracePeriodSeconds(0)); err != nil {
 		return err
 	}
 	return r.kubectl(ctx, "get", "nnce", "-l", shared.NodeLabel+"="+nodeA.Name)

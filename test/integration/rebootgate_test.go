@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -355,6 +356,90 @@ var _ = Describe("the reboot gate", Ordered, Label("rebootgate"), func() {
 		Expect(wa.taintings()).To(Equal(5), "one gate per reboot")
 		Expect(wb.everTainted()).To(BeFalse(), "no policy selects it")
 		Expect(nodeEvents(a.Name)()).To(BeEmpty(), "a gate lifted with its policies back tells nothing")
+	})
+
+	It("taints every node of a mass reboot, under a stream of other writes; the race measured for the last", func() {
+		// A power cut or a pool's rollout reboots many nodes at once: their kubelets report
+		// the new boot together, the gate's one worker takes them in turn, and the API
+		// server is busy with other writes meanwhile (here: ConfigMaps rewritten as fast as
+		// writers can).
+		const nodes, rounds, writers = 20, 3, 4
+		startController(kit.Gate{On: true, Timeout: time.Minute})
+		lift := &node.RebootGate{Timeout: time.Minute, Grace: time.Minute}
+		sns := make([]*simnode.Node, nodes)
+		watches := make([]*nodeWatch, nodes)
+		for i := range sns {
+			sns[i] = gateNode(fmt.Sprintf("%s-%02d", id(), i), selected(), lift)
+			watches[i] = watchNode(sns[i].Name)
+		}
+		p := appliedPolicy(sns...)
+
+		load, stopLoad := context.WithCancel(ctx)
+		var writes sync.WaitGroup
+		var written atomic.Int64
+		for w := range writers {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-load-%d", id(), w), Namespace: metav1.NamespaceDefault}}
+			Expect(k8s.Create(ctx, cm)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, cm))).To(Succeed()) })
+			writes.Add(1)
+			go func() {
+				defer writes.Done()
+				for i := 0; load.Err() == nil; i++ {
+					before := cm.DeepCopy()
+					cm.Data = map[string]string{"i": fmt.Sprint(i)}
+					if k8s.Patch(load, cm, client.MergeFrom(before)) == nil {
+						written.Add(1)
+					}
+				}
+			}()
+		}
+		loadStart := time.Now()
+
+		var all, last []time.Duration
+		for r := 2; r < 2+rounds; r++ {
+			boot := fmt.Sprintf("boot-%d", r)
+			reported := make([]time.Time, nodes)
+			var wg sync.WaitGroup
+			for i, sn := range sns {
+				wg.Add(1)
+				go func() {
+					defer GinkgoRecover()
+					defer wg.Done()
+					setBoot(sn.Name, boot)
+					reported[i] = time.Now()
+				}()
+			}
+			wg.Wait()
+			var slowest time.Duration
+			for i, w := range watches {
+				Eventually(func() bool { _, ok := w.taintedAfter(reported[i].Add(-time.Second), boot); return ok }, "20s", "5ms").Should(BeTrue(), "%s tainted in %s", sns[i].Name, boot)
+				// From its own report's return; a watch may deliver the taint before the
+				// status write returned to its writer (took < 0): counted as 0.
+				took, _ := w.taintedAfter(reported[i].Add(-time.Second), boot)
+				took = max(took-time.Second, 0)
+				all = append(all, took)
+				slowest = max(slowest, took)
+			}
+			last = append(last, slowest)
+			for _, sn := range sns {
+				Expect(sn.Reboot(boot)).To(Succeed())
+			}
+			for i, sn := range sns {
+				Eventually(kit.EnactmentSummary(k8s, sn.Name, p), "30s").Should(HavePrefix("Available "+boot+":"), sn.Name)
+				Eventually(gateOf(sns[i].Name), "10s").Should(Equal("untainted since=- failed=-"), sn.Name)
+			}
+		}
+		stopLoad()
+		writes.Wait()
+		rate := float64(written.Load()) / time.Since(loadStart).Seconds()
+		Expect(written.Load()).To(BeNumerically(">", 0), "the load wrote")
+		for _, w := range watches {
+			Expect(w.taintings()).To(Equal(rounds), "one gate per reboot")
+		}
+		AddReportEntry("reboot gate under load: a new boot ID in the Node's status to the taint on it",
+			fmt.Sprintf("%d nodes rebooting at once, %d rounds, %.0f other writes/s: median %s, the last node of a round %v",
+				nodes, rounds, rate, kit.Median(all).Round(100*time.Microsecond), last),
+			ReportEntryVisibilityAlways)
 	})
 
 	It("is off by default: a rebooted node is not tainted", func() {

@@ -93,7 +93,8 @@ type Node struct {
 
 // Cluster is the control plane, the fabric and the nodes.
 type Cluster struct {
-	Client client.Client
+	// Client is the administrator's; it watches too.
+	Client client.WithWatch
 	Nodes  []*Node
 	// Kubeconfig is an administrator's kubeconfig for the API server (loopback).
 	Kubeconfig string
@@ -160,7 +161,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
-	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if c.Client, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		return c, err
 	}
 	c.apiServer = cfg.Host
