@@ -3,7 +3,8 @@
 // followed by nmoverlay's cluster side, the objects of deploy/ as kubectl apply -k would
 // create them (`nmoverlay render`), so that one kubectl apply -f - installs everything. It
 // also checks policy manifests offline (`nmoverlay validate`), and whether a cluster running
-// kubernetes-nmstate can move to nmoverlay, and makes the move (`nmoverlay migrate`).
+// kubernetes-nmstate can move to nmoverlay, and makes the move (`nmoverlay migrate`), and
+// shows what a policy would change on each node before it is applied (`nmoverlay plan`).
 package main
 
 import (
@@ -30,6 +31,7 @@ Usage:
   nmoverlay machineconfigs [flags]   MachineConfig YAML for oc apply -f -
   nmoverlay validate FILE|DIR...     check policy manifests offline, as the handler parses them
   nmoverlay migrate [flags]          whether a kubernetes-nmstate cluster can move now (and --apply: the move, --rollback: undo it)
+  nmoverlay plan [flags] POLICY      what a policy would change on each node it selects, before it is applied
   nmoverlay version                  nmoverlay's version, the commit it was built from, Go's release
   nmoverlay help
 
@@ -58,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runValidate(args[1:], stdout, stderr)
 	case "migrate":
 		return runMigrate(args[1:], stdout, stderr)
+	case "plan":
+		return runPlan(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version.String("nmoverlay"))
 		return exitOK

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,32 +27,58 @@ const CaptureVersion = "nmoverlay/1"
 // references fail keeps the reason (Policy.CaptureError) and fails alone.
 func (h *Handler) renderCaptures(ctx context.Context, v *nodeView, now time.Time) error {
 	var current nmpolicy.Tree
+	read := func() (nmpolicy.Tree, error) {
+		if current != nil {
+			return current, nil
+		}
+		if h.Show == nil {
+			return nil, errCannotShow
+		}
+		s, err := h.Show(ctx)
+		if err != nil {
+			return nil, err
+		}
+		current, err = nmpolicy.ToTree(s)
+		return current, err
+	}
 	for i := range v.selected {
 		p := &v.selected[i]
-		if len(p.Capture) == 0 {
-			continue
+		err := Capture(p, v.existing[p.Name], read, now)
+		switch {
+		case errors.Is(err, errCannotShow):
+			p.CaptureError = "spec.capture: this handler cannot read the node's state to evaluate captures"
+		case err != nil:
+			return fmt.Errorf("reading the node's state for the captures of policy %s: %w", p.Name, err)
 		}
-		kept, cached := keptCaptures(v.existing[p.Name], p.Capture)
-		if len(cached) < len(p.Capture) && current == nil {
-			if h.Show == nil {
-				p.CaptureError = "spec.capture: this handler cannot read the node's state to evaluate captures"
-				continue
-			}
-			s, err := h.Show(ctx)
-			if err != nil {
-				return fmt.Errorf("reading the node's state for the captures of policy %s: %w", p.Name, err)
-			}
-			if current, err = nmpolicy.ToTree(s); err != nil {
-				return err
-			}
-		}
-		captured, rendered, err := render(p, current, kept, cached, now)
-		if err != nil {
-			p.CaptureError, p.CaptureRetry = err.Error(), wellFormed(p)
-			continue
-		}
-		p.Captured, p.DesiredState = captured, rendered
 	}
+	return nil
+}
+
+var errCannotShow = errors.New("no reader of the node's state")
+
+// Capture renders p's desired state with its captures, as the handler does: the results
+// its enactment e keeps are reused as they are (a capture is evaluated once, at the
+// policy's first apply on the node), the others evaluated against current, which is read
+// only when one is needed. Captures that fail are p's CaptureError (and CaptureRetry when
+// the node's state may still change that); the error is only current's.
+func Capture(p *Policy, e *v1beta1.NodeNetworkConfigurationEnactment, current func() (nmpolicy.Tree, error), now time.Time) error {
+	if len(p.Capture) == 0 {
+		return nil
+	}
+	kept, cached := keptCaptures(e, p.Capture)
+	var tree nmpolicy.Tree
+	if len(cached) < len(p.Capture) {
+		var err error
+		if tree, err = current(); err != nil {
+			return err
+		}
+	}
+	captured, rendered, err := render(p, tree, kept, cached, now)
+	if err != nil {
+		p.CaptureError, p.CaptureRetry = err.Error(), wellFormed(p)
+		return nil
+	}
+	p.Captured, p.DesiredState = captured, rendered
 	return nil
 }
 
