@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,8 @@ type RebootGateController struct {
 	// Timeout bounds a gate (rebootgate.DefaultTimeout when 0).
 	Timeout time.Duration
 
-	// started is the boot of each node's last gate started here (rebootgate.View.Started).
+	// started is the boot of each node's last gate started, here or by another replica
+	// (seen on the Node): rebootgate.View.Started.
 	started sync.Map
 }
 
@@ -96,7 +98,12 @@ func (r *RebootGateController) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("reboot-gate").
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentGates}).
+		// Every replica decides gates, not only the leader: the leader may run on the node
+		// that reboots, and a gate must start as the kubelet reports the new boot, not once
+		// another replica holds the lease (15 s after a leader that could not release it).
+		// Two replicas deciding the same change write one patch: the other's meets a
+		// conflict (the patch is conditional) and decides again on the new Node.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentGates, NeedLeaderElection: ptr.To(false)}).
 		For(&corev1.Node{}, builder.WithPredicates(gateChanged)).
 		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, enactmentNode).
 		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, gatedNodes, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -120,6 +127,9 @@ func (r *RebootGateController) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	}
 	v := rebootgate.View{Node: n, Enactments: map[string]*v1beta1.NodeNetworkConfigurationEnactment{}, Now: time.Now(), Timeout: r.Timeout}
+	if _, boot, ok := rebootgate.ParseSince(n.Annotations[rebootgate.SinceAnnotation]); ok && boot == n.Status.NodeInfo.BootID {
+		r.started.Store(n.Name, boot) // another replica started it
+	}
 	if b, ok := r.started.Load(n.Name); ok {
 		v.Started = b.(string)
 	}

@@ -63,6 +63,12 @@ func TestDesired(t *testing.T) {
 			t.Fatalf("the manifests' tolerations %v do not tolerate the reboot gate's taint", ps.Tolerations)
 		}
 	}
+	// The controller's replicas prefer different nodes: a node's reboot leaves one, which
+	// decides that node's reboot gate.
+	if a := defController.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != corev1.LabelHostname {
+		t.Fatalf("the controller's manifest does not spread its replicas over nodes: %v", a)
+	}
 	aff := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "a", Operator: "Exists"}}}}}}}
 	for _, tc := range []struct {
@@ -152,7 +158,11 @@ func TestDesired(t *testing.T) {
 			check("handler tolerations", h.Tolerations, tc.handlerTol)
 			check("controller tolerations", c.Tolerations, tc.ctrlTol)
 			check("handler affinity", h.Affinity, tc.handlerAff)
-			check("controller affinity", c.Affinity, tc.ctrlAff)
+			ctrlAff := tc.ctrlAff
+			if ctrlAff == nil {
+				ctrlAff = defController.Affinity // the manifest's: replicas on different nodes
+			}
+			check("controller affinity", c.Affinity, ctrlAff)
 			check("handler args", h.Containers[0].Args, append(slices.Clone(defHandler.Containers[0].Args), tc.handlerArgs...))
 			check("controller args", c.Containers[0].Args, append(slices.Clone(defController.Containers[0].Args), tc.controlArgs...))
 			hc := h.Containers[0]

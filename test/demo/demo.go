@@ -746,6 +746,9 @@ func (r *run) reboot(ctx context.Context) error {
 		return err
 	}
 	policy := BridgePolicy(nodeA.Name)
+	if err := r.leaderOnto(ctx, nodeA.Name); err != nil {
+		return err
+	}
 	start := time.Now()
 	gate := r.watchGate(ctx, nodeA.Name, policy, before, start)
 	defer gate.stop()
