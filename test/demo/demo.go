@@ -746,9 +746,7 @@ func (r *run) reboot(ctx context.Context) error {
 		return err
 	}
 	policy := BridgePolicy(nodeA.Name)
-	if err := r.leaderOnto(ctx, nodeA.Name); err != nil {
-		return err
-	}
+	r.showLeader(ctx, nodeA.Name)
 	start := time.Now()
 	gate := r.watchGate(ctx, nodeA.Name, policy, before, start)
 	defer gate.stop()

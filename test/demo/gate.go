@@ -11,7 +11,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -235,61 +234,27 @@ func (t GateTimeline) check() error {
 	return nil
 }
 
-// leaderOnto makes the pod of the controller's leader one on node, deleting the leader's
-// pod elsewhere (its replacement is scheduled anew): the reboot that follows then takes the
-// leader down with the node, and the gate must not wait for the lease to move.
-func (r *run) leaderOnto(ctx context.Context, node string) error {
-	holder := func(ctx context.Context) (*corev1.Pod, time.Time, error) {
-		l := &coordinationv1.Lease{}
-		if err := r.k8s.Get(ctx, client.ObjectKey{Namespace: r.w.Namespace, Name: controllerLease}, l); err != nil {
-			return nil, time.Time{}, err
-		}
-		if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
-			return nil, time.Time{}, nil
-		}
-		name, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
-		p := &corev1.Pod{}
-		if err := r.k8s.Get(ctx, client.ObjectKey{Namespace: r.w.Namespace, Name: name}, p); err != nil {
-			return nil, time.Time{}, client.IgnoreNotFound(err)
-		}
-		return p, l.Spec.RenewTime.Time, nil
+// showLeader says where the controller's replicas run, and which one leads: a reboot of
+// the leader's node takes it down, and the other replica decides the gate meanwhile.
+func (r *run) showLeader(ctx context.Context, rebooted string) {
+	l := &coordinationv1.Lease{}
+	if err := r.k8s.Get(ctx, client.ObjectKey{Namespace: r.w.Namespace, Name: controllerLease}, l); err != nil || l.Spec.HolderIdentity == nil {
+		return
 	}
-	p, _, err := holder(ctx)
-	if err != nil || p == nil {
-		return fmt.Errorf("the controller's lease: %v", err)
+	leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+	pods := &corev1.PodList{}
+	if err := r.k8s.List(ctx, pods, client.InNamespace(r.w.Namespace), client.MatchingLabels{"app.kubernetes.io/name": r.w.Controller}); err != nil {
+		return
 	}
-	if p.Spec.NodeName == node {
-		r.printf("the controller's leader %s runs on %s, the node rebooted next\n", p.Name, node)
-		return nil
-	}
-	deleted := time.Now()
-	if err := r.kubectl(ctx, "-n", r.w.Namespace, "delete", "pod", p.Name, "--wait=false"); err != nil {
-		return err
-	}
-	var last string
-	if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, renewed, err := holder(ctx)
-		if err != nil || p == nil {
-			return false, nil
+	for _, p := range pods.Items {
+		role := "replica"
+		if p.Name == leader {
+			role = "leader"
 		}
-		last = p.Name + " on " + p.Spec.NodeName
-		return p.Spec.NodeName == node && renewed.After(deleted), nil
-	}); err != nil {
-		return fmt.Errorf("the controller's lease did not move onto %s (last held by %s): %w", node, last, err)
+		gone := ""
+		if p.Spec.NodeName == rebooted {
+			gone = ", rebooted with it"
+		}
+		r.printf("the controller's %s %s runs on %s%s\n", role, p.Name, p.Spec.NodeName, gone)
 	}
-	r.printf("the controller's leader moved onto %s (%s): the reboot takes it down with the node\n", node, last)
-	// Both replicas run again before the reboot: the other one is what decides the gate.
-	return wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := r.k8s.List(ctx, pods, client.InNamespace(r.w.Namespace), client.MatchingLabels{"app.kubernetes.io/name": r.w.Controller}); err != nil {
-			return false, nil
-		}
-		ready := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && isTrueCondition(p.Status.Conditions) {
-				ready++
-			}
-		}
-		return ready == 2, nil
-	})
 }

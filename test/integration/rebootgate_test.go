@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -440,6 +441,35 @@ var _ = Describe("the reboot gate", Ordered, Label("rebootgate"), func() {
 			fmt.Sprintf("%d nodes rebooting at once, %d rounds, %.0f other writes/s: median %s, the last node of a round %v",
 				nodes, rounds, rate, kit.Median(all).Round(100*time.Microsecond), last),
 			ReportEntryVisibilityAlways)
+	})
+
+	It("is started by a replica that is not the leader: the leader may be down with the node that rebooted", func() {
+		// A leader grants the policy's rollout, and goes down with the node it ran on.
+		stopLeader := startController(kit.Gate{})
+		lift := &node.RebootGate{Timeout: time.Minute, Grace: time.Minute}
+		a := gateNode(id()+"-a", selected(), lift)
+		p := appliedPolicy(a)
+		Expect(stopLeader()).To(Succeed())
+		// Its lease is still held (it could not release it): the replica left never leads
+		// in this spec.
+		lease := id() + "-lease"
+		holder, held := "the-leader-on-the-rebooted-node", int32(3600)
+		now := metav1.NewMicroTime(time.Now())
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease, Namespace: metav1.NamespaceDefault},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &held, AcquireTime: &now, RenewTime: &now}}
+		Expect(k8s.Create(ctx, l)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, l))).To(Succeed()) })
+		startController(kit.Gate{On: true, Timeout: time.Minute, Lease: lease})
+		wa := watchNode(a.Name)
+
+		setBoot(a.Name, "boot-2")
+		Eventually(gateOf(a.Name), "10s", "5ms").Should(MatchRegexp(`^tainted since=\S+/boot-2 failed=-$`))
+		Expect(a.Reboot("boot-2")).To(Succeed())
+		Eventually(kit.EnactmentSummary(k8s, a.Name, p), "20s").Should(HavePrefix("Available boot-2:"))
+		Eventually(gateOf(a.Name), "10s").Should(Equal("untainted since=- failed=-"))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(l), l)).To(Succeed())
+		Expect(*l.Spec.HolderIdentity).To(Equal(holder), "the controller never led")
+		Expect(wa.taintings()).To(Equal(1))
 	})
 
 	It("is off by default: a rebooted node is not tainted", func() {

@@ -26,6 +26,9 @@ func StartController(cfg *rest.Config, scheme *kruntime.Scheme) (stop func() err
 type Gate struct {
 	On      bool
 	Timeout time.Duration
+	// Lease, when set, runs the controller with leader election on this lease in the
+	// default namespace, as cmd/controller runs with --leader-elect.
+	Lease string
 }
 
 // StartControllerWith runs the cluster controller (StartController) with the reboot gate
@@ -33,7 +36,8 @@ type Gate struct {
 func StartControllerWith(cfg *rest.Config, scheme *kruntime.Scheme, gate Gate) (stop func() error, err error) {
 	skipNameValidation := true // a process may start it again after stopping it
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
+		Controller:     config.Controller{SkipNameValidation: &skipNameValidation},
+		LeaderElection: gate.Lease != "", LeaderElectionID: gate.Lease, LeaderElectionNamespace: "default"})
 	if err != nil {
 		return nil, err
 	}
