@@ -16,6 +16,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -93,22 +95,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return exitError
-	}
-	scheme, err := api.NewScheme()
-	if err == nil {
-		err = apiextensionsv1.AddToScheme(scheme)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return exitError
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	cfg, c, err := adminClient(*kubeconfig, apiextensionsv1.AddToScheme)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
@@ -323,4 +310,27 @@ func printAssessment(w io.Writer, a adoption.Assessment) {
 	for _, b := range a.Blocking {
 		fmt.Fprintln(w, "  - "+b)
 	}
+}
+
+// adminClient is a client of the cluster the administrator's kubeconfig names (the file
+// given, else $KUBECONFIG, then ~/.kube/config), for nmoverlay's API and Kubernetes', and
+// the kinds add adds.
+func adminClient(kubeconfig string, add ...func(*runtime.Scheme) error) (*rest.Config, client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("no kubeconfig: %w", err)
+	}
+	scheme, err := api.NewScheme()
+	for _, f := range add {
+		if err == nil {
+			err = f(scheme)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	return cfg, c, err
 }

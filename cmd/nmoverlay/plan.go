@@ -18,11 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/api/field"
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -93,17 +91,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return fail("no kubeconfig: %v", err)
-	}
-	scheme, err := api.NewScheme()
-	if err != nil {
-		return fail("%v", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	cfg, c, err := adminClient(*kubeconfig)
 	if err != nil {
 		return fail("%v", err)
 	}
