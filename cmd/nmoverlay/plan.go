@@ -7,9 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"slices"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/node"
 	"github.com/nmoverlay/nmoverlay/internal/plan"
+	"github.com/nmoverlay/nmoverlay/internal/probe"
 )
 
 const planAbout = `Shows what applying a policy would change on each node it selects, before it is applied,
@@ -111,9 +110,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		}
 		planned = &cl.policies[i]
 	}
-	in := plan.Input{Planned: handlerPolicy(planned), APIServer: apiServerAddr(cfg.Host), Now: time.Now()}
+	in := plan.Input{Planned: node.PolicyOf(planned), APIServer: probe.APIServerAddress(ctx, cfg.Host), Now: time.Now()}
 	for i := range cl.policies {
-		in.InForce = append(in.InForce, handlerPolicy(&cl.policies[i]))
+		in.InForce = append(in.InForce, node.PolicyOf(&cl.policies[i]))
 	}
 	if *only != "" && !slices.ContainsFunc(cl.nodes, func(n corev1.Node) bool { return n.Name == *only }) {
 		return fail("no node %s in the cluster", *only)
@@ -224,30 +223,6 @@ func policyFile(file string) (*nmstatev1.NodeNetworkConfigurationPolicy, []strin
 		return nil, []string{fmt.Sprintf("%s: policy %s: %v", file, d.GetName(), err)}
 	}
 	return p, nil
-}
-
-// handlerPolicy is a policy as the handler reads it.
-func handlerPolicy(p *nmstatev1.NodeNetworkConfigurationPolicy) node.Policy {
-	return node.Policy{Name: p.Name, Generation: p.Generation, NodeSelector: p.Spec.NodeSelector,
-		Capture: p.Spec.Capture, DesiredState: p.Spec.DesiredState.Raw, MaxUnavailable: p.Spec.MaxUnavailable}
-}
-
-// apiServerAddr is the API server's address from the kubeconfig's server URL (its name
-// resolved); invalid when it cannot be told.
-func apiServerAddr(host string) netip.Addr {
-	u, err := url.Parse(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		return ip
-	}
-	addrs, err := net.LookupHost(u.Hostname())
-	if err != nil || len(addrs) == 0 {
-		return netip.Addr{}
-	}
-	ip, _ := netip.ParseAddr(addrs[0])
-	return ip
 }
 
 // cluster is what plan reads of the cluster.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
+	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 	"github.com/nmoverlay/nmoverlay/internal/state"
@@ -35,6 +36,12 @@ type Policy struct {
 	CaptureRetry bool
 	// MaxUnavailable bounds how many of the selected nodes apply a new generation at once.
 	MaxUnavailable *intstr.IntOrString
+}
+
+// PolicyOf is p as the handler reads it (its captures not rendered yet).
+func PolicyOf(p *nmstatev1.NodeNetworkConfigurationPolicy) Policy {
+	return Policy{Name: p.Name, Generation: p.Generation, NodeSelector: p.Spec.NodeSelector,
+		Capture: p.Spec.Capture, DesiredState: p.Spec.DesiredState.Raw, MaxUnavailable: p.Spec.MaxUnavailable}
 }
 
 // Selects reports whether the policy applies to a node with these labels.

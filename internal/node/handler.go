@@ -298,8 +298,7 @@ func (h *Handler) read(ctx context.Context) (*nodeView, error) {
 	}
 	for i, p := range policies.Items {
 		v.byName[p.Name] = &policies.Items[i]
-		pol := Policy{Name: p.Name, Generation: p.Generation, NodeSelector: p.Spec.NodeSelector,
-			Capture: p.Spec.Capture, DesiredState: p.Spec.DesiredState.Raw, MaxUnavailable: p.Spec.MaxUnavailable}
+		pol := PolicyOf(&policies.Items[i])
 		if pol.Selects(v.node.Labels) {
 			v.selected = append(v.selected, pol)
 		}
