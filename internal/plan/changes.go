@@ -89,12 +89,13 @@ func describe(it state.Interface) string {
 }
 
 // adopted are the existing interfaces a created controller takes as its ports: the engine
-// verifies a port's controller only once its controller exists.
+// verifies a port's controller only once its controller exists. A port comes up with its
+// controller, and holds no address of its own (its profile has no IP configuration).
 func adopted(changes []Change, desired, current state.State) []Change {
 	controllerOf := map[string]string{}
-	exists := map[string]bool{}
+	exists := map[string]state.Interface{}
 	for _, it := range current.Interfaces {
-		exists[it.Name] = true
+		exists[it.Name] = it
 		for _, r := range it.References() {
 			if r.Kind == state.RefPort && r.Name != it.Name {
 				controllerOf[r.Name] = it.Name
@@ -111,12 +112,43 @@ func adopted(changes []Change, desired, current state.State) []Change {
 			continue
 		}
 		for _, r := range desired.Interfaces[i].References() {
-			if r.Kind == state.RefPort && exists[r.Name] && r.Name != desired.Interfaces[i].Name {
-				out = append(out, Change{Kind: Set, Path: r.Name + ".controller", Old: cmp.Or(controllerOf[r.Name], "none"), New: desired.Interfaces[i].Name})
+			port, ok := exists[r.Name]
+			if r.Kind != state.RefPort || !ok || r.Name == desired.Interfaces[i].Name {
+				continue
+			}
+			out = append(out, Change{Kind: Set, Path: r.Name + ".controller", Old: cmp.Or(controllerOf[r.Name], "none"), New: desired.Interfaces[i].Name})
+			if port.State != state.Up {
+				out = append(out, Change{Kind: Set, Path: r.Name + ".state", Old: string(port.State), New: string(state.Up)})
+			}
+			if desired.Interfaces[i].Type == state.Bond && port.MACAddress != nil {
+				// The kernel gives a bond's ports the bond's MAC address.
+				out = append(out, Change{Kind: Set, Path: r.Name + ".mac-address", Old: *port.MACAddress, New: "(" + desired.Interfaces[i].Name + "'s)"})
+			}
+			if userspaceDatapath(desired.Interfaces[i]) && port.AcceptAllMACAddresses != nil && !*port.AcceptAllMACAddresses {
+				out = append(out, Change{Kind: Set, Path: r.Name + ".accept-all-mac-addresses", Old: "false", New: "true"})
+			}
+			for _, fam := range []struct {
+				name string
+				c    *state.IPConfig
+			}{{"ipv4", port.IPv4}, {"ipv6", port.IPv6}} {
+				if fam.c == nil {
+					continue
+				}
+				for _, a := range fam.c.Address {
+					out = append(out, Change{Kind: Drop, Path: r.Name + "." + fam.name + ".address", Old: fmt.Sprintf("%s/%d", a.IP, a.PrefixLength)})
+				}
 			}
 		}
 	}
 	return out
+}
+
+// userspaceDatapath: it is an OVS bridge on Open vSwitch's userspace datapath, which puts
+// its system ports in promiscuous mode as an administrator would (the kernel's datapath
+// does so too, but only in a count the node's state does not show).
+func userspaceDatapath(it state.Interface) bool {
+	b := state.SectionOf[*state.BridgeConfig](it)
+	return it.Type == state.OVSBridge && b != nil && b.Options != nil && b.Options.Datapath != nil && *b.Options.Datapath == "netdev"
 }
 
 // released is what the policies in force made (was) and the merged state after the change
@@ -215,8 +247,12 @@ func risks(changes []Change, n Node, apiServer netip.Addr) []string {
 	critical := state.CriticalInterfaces(n.Current, apiServer, n.InternalIPs)
 	var out []string
 	seen := map[string]bool{}
+	var names []string
+	for name := range critical {
+		names = append(names, name)
+	}
 	for _, c := range changes {
-		iface, _, _ := strings.Cut(c.Path, ".")
+		iface := interfaceOf(c.Path, names, n.Current, changes)
 		if why, ok := critical[iface]; ok && !seen[iface] {
 			seen[iface] = true
 			// The node's own addresses left out: nodes with the same change print once.
@@ -232,6 +268,33 @@ func risks(changes []Change, n Node, apiServer netip.Addr) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// interfaceOf is the interface of names a change's path is about ("" for none): the
+// longest name the path starts with, among names, the node's interfaces and those the
+// changes create, so that a VLAN's path (eth0.100.mtu) is not its base's (eth0).
+func interfaceOf(path string, names []string, current state.State, changes []Change) string {
+	best := ""
+	consider := func(name string) {
+		if len(name) > len(best) && (path == name || strings.HasPrefix(path, name+".")) {
+			best = name
+		}
+	}
+	for _, name := range names {
+		consider(name)
+	}
+	for _, it := range current.Interfaces {
+		consider(it.Name)
+	}
+	for _, c := range changes {
+		if c.Kind == Create {
+			consider(c.Path)
+		}
+	}
+	if !slices.Contains(names, best) {
+		return ""
+	}
+	return best
 }
 
 // defaultRoute: a route as state.Route.String shows it goes to 0.0.0.0/0 or ::/0.

@@ -213,8 +213,13 @@ func ForNode(in Input, n Node) (Result, error) {
 	for _, line := range drift {
 		r.Changes = append(r.Changes, classify(line, willState))
 	}
+	r.Changes = append(r.Changes, removed(r.Changes, willState, n.Current)...)
 	r.Changes = append(r.Changes, adopted(r.Changes, willState, n.Current)...)
+	r.Changes = append(r.Changes, orphaned(r.Changes, willState, n.Current)...)
+	r.Changes = append(r.Changes, peers(r.Changes, willState, n.Current)...)
+	r.Changes = append(r.Changes, replacedRoutes(willState, n.Current)...)
 	r.Changes = append(r.Changes, released(wasState, willState, n.Current)...)
+	r.Changes = unique(r.Changes)
 	slices.SortStableFunc(r.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	r.Risks = risks(r.Changes, n, in.APIServer)
 	return r, nil

@@ -87,6 +87,13 @@ interfaces:
    ipv4: {enabled: true, dhcp: false, address: [{ip: 10.0.0.1, prefix-length: 24}]}}
 - {name: eth1, type: ethernet, state: up, mtu: 9000}`),
 			changes: []string{"+ br1 (linux-bridge; ports eth1; 10.0.0.1/24)", "~ eth1.controller: none → br1", "~ eth1.mtu: 1500 → 9000"}},
+		{name: "a bridge over the NIC holding the node's address: the NIC's address goes",
+			planned: policy("br-eth0", `{interfaces: [{name: br0, type: linux-bridge, state: up, bridge: {port: [{name: eth0}]}}]}`),
+			changes: []string{"+ br0 (linux-bridge; ports eth0)", "~ eth0.controller: none → br0", "- eth0.ipv4.address: 192.0.2.11/24"},
+			risks:   []string{"eth0 carries the node's default route: the change touches it"}},
+		{name: "a VLAN on the NIC of the default route: made beside it, no risk",
+			planned: policy("vlan", `{interfaces: [{name: eth0.100, type: vlan, state: up, vlan: {base-iface: eth0, id: 100}}]}`),
+			changes: []string{"+ eth0.100 (vlan; on eth0)"}},
 		{name: "what the node runs already: no change",
 			planned: policy("same", `{interfaces: [{name: eth1, type: ethernet, state: up, mtu: 1500}]}`)},
 		{name: "an edit that drops an address and the route: both go",
@@ -223,5 +230,62 @@ w-11 (1 node):
 `
 	if text.String() != want {
 		t.Errorf("text:\n%s\nwant:\n%s", text.String(), want)
+	}
+}
+
+// What an apply changes beyond what verification names, each found by the node and VM
+// tiers' accuracy checks (test/accuracy).
+func TestConsequences(t *testing.T) {
+	const node = `
+interfaces:
+- {name: eth1, type: ethernet, state: up, mac-address: "52:54:00:00:00:02", controller: bond0}
+- {name: eth2, type: ethernet, state: down, mac-address: "52:54:00:00:00:03"}
+- {name: bond0, type: bond, state: up, link-aggregation: {mode: active-backup, port: [eth1]}}
+- {name: vlan9, type: vlan, state: down, vlan: {base-iface: eth2, id: 9}}
+- {name: ovs0, type: ovs-bridge, state: up, bridge: {port: [{name: ovs0}, {name: eth3}]}}
+- {name: ovs0, type: ovs-interface, state: up}
+- {name: eth3, type: ethernet, state: up}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth2, table-id: 254, metric: 150, cwnd: 20}
+  - {destination: 198.51.200.0/24, next-hop-interface: lo, route-type: blackhole, table-id: 254}
+  running:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth2, table-id: 254, metric: 150, cwnd: 20}
+  - {destination: 198.51.200.0/24, next-hop-interface: lo, route-type: blackhole, table-id: 254}
+`
+	j, err := yaml.YAMLToJSON([]byte(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var current state.State
+	if err := json.Unmarshal(j, &current); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, desired string
+		changes       []string
+	}{
+		{"a down interface stated absent is removed", `{interfaces: [{name: vlan9, state: absent}]}`, []string{"- vlan9 (absent)"}},
+		{"a bond removed: its port released", `{interfaces: [{name: bond0, type: bond, state: absent}]}`,
+			[]string{"- bond0 (absent)", "< eth1: its controller bond0 goes: no longer a port, it runs its own profile, or none"}},
+		{"an OVS bridge removed: its internal interface goes, its system port is released",
+			`{interfaces: [{name: ovs0, type: ovs-bridge, state: absent}]}`,
+			[]string{"< eth3: its controller ovs0 goes: no longer a port, it runs its own profile, or none", "- ovs0 (absent)", "- ovs0,type=ovs-bridge (absent)"}},
+		{"a new bond's ports take its MAC address and come up", `{interfaces: [{name: bond1, type: bond, state: up, link-aggregation: {mode: balance-rr, port: [eth2]}}]}`,
+			[]string{"+ bond1 (bond; ports eth2)", "~ eth2.controller: none → bond1", "~ eth2.mac-address: 52:54:00:00:00:03 → (bond1's)", "~ eth2.state: down → up"}},
+		{"a veth's peer is made with it", `{interfaces: [{name: veth1, type: veth, state: up, veth: {peer: veth1p}}]}`,
+			[]string{"+ veth1 (veth)", "+ veth1p (veth; peer of veth1)"}},
+		{"a stated route replaces the node's of the same destination, next hop and table; a blackhole restated is the same",
+			`{routes: {config: [{destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth2, metric: 150},
+			  {destination: 198.51.200.0/24, route-type: blackhole}]}}`,
+			[]string{"~ routes.config: destination=198.51.100.0/24,next-hop-interface=eth2,next-hop-address=192.0.2.1,table-id=254,metric=150,cwnd=20 → destination=198.51.100.0/24,next-hop-interface=eth2,next-hop-address=192.0.2.1,metric=150"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ForNode(Input{Planned: policy("p", tc.desired)}, Node{Name: "n", Current: current})
+			if err != nil || r.Failed() {
+				t.Fatalf("%v %v %v", err, r.Conflicts, r.Refusals)
+			}
+			prefixes(t, "changes", lines(r), tc.changes)
+		})
 	}
 }

@@ -1,10 +1,22 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/nmoverlay/nmoverlay/internal/networkmanager"
+	"github.com/nmoverlay/nmoverlay/internal/node"
+	"github.com/nmoverlay/nmoverlay/internal/plan"
+	"github.com/nmoverlay/nmoverlay/internal/state"
+	"github.com/nmoverlay/nmoverlay/test/accuracy"
 	"github.com/nmoverlay/nmoverlay/test/published"
 )
 
@@ -12,7 +24,8 @@ import (
 // guest applies, in this order, each on what the ones before left, as nmstate's own
 // example tests apply them: an example that removes something follows the one that made
 // it. Its eth1 and eth2 are the guest's NICs B and C. The engine verifies each: what the
-// node runs afterwards is what the example states.
+// node runs afterwards is what the example states. Each is planned first, as `nmoverlay
+// plan` plans a policy: what the plan predicted is what the apply changed, no more.
 var NmstateApplied = []string{
 	"vlan101_eth1_up.yaml", "vlan101_eth1_down.yaml", "vlan101_eth1_absent.yaml",
 	"bond_linuxbridge_vlan_up.yaml", "bond_linuxbridge_vlan_absent.yaml",
@@ -82,8 +95,93 @@ func nmstateScenarios() []Scenario {
 			if err := waitForOVSDB(ctx); err != nil {
 				return err
 			}
-			return e.Apply(ctx, doc)
+			before, changes, err := e.plan(ctx, file, doc)
+			if err != nil {
+				return err
+			}
+			if err := e.Apply(ctx, doc); err != nil {
+				return err
+			}
+			return e.planWasAccurate(ctx, file, doc, before, changes)
 		}})
 	}
 	return out
+}
+
+// plan is what `nmoverlay plan` says applying doc as policy name would change on this
+// node, against its state as its NodeNetworkState shows it (which it returns): no other
+// policy is in force here.
+func (e *Env) plan(ctx context.Context, name, doc string) (state.State, []plan.Change, error) {
+	before, err := e.settledState(ctx)
+	if err != nil {
+		return before, nil, err
+	}
+	caps, err := e.NM.Capabilities()
+	if err != nil {
+		return before, nil, err
+	}
+	desired, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		return before, nil, err
+	}
+	r, err := plan.ForNode(plan.Input{Planned: node.Policy{Name: name, Generation: 1, DesiredState: desired}, Now: time.Now()},
+		plan.Node{Name: "guest", Current: before, Capabilities: caps.Names()})
+	if err != nil {
+		return before, nil, err
+	}
+	if r.Failed() {
+		return before, nil, fmt.Errorf("plan: conflicts %v, refusals %v", r.Conflicts, r.Refusals)
+	}
+	return before, r.Changes, nil
+}
+
+// planWasAccurate: the node's state after the apply differs from before by what the
+// plan predicted and nothing else, and the plan again predicts no change.
+func (e *Env) planWasAccurate(ctx context.Context, name, doc string, before state.State, changes []plan.Change) error {
+	after, err := e.settledState(ctx)
+	if err != nil {
+		return err
+	}
+	// NICs A and D are no example's: Debian's DHCP profiles on them come and go on their
+	// own (no server answers A; D serves the others from its own namespace).
+	quiet := func(s state.State) state.State {
+		s.Interfaces = slices.DeleteFunc(slices.Clone(s.Interfaces), func(it state.Interface) bool {
+			return it.Name == e.NICs.A || it.Name == e.NICs.D
+		})
+		return s
+	}
+	if err := accuracy.Check(changes, quiet(before), quiet(after)); err != nil {
+		return fmt.Errorf("%w\nplan: %v", err, changes)
+	}
+	_, again, err := e.plan(ctx, name, doc)
+	if err != nil {
+		return err
+	}
+	if len(again) > 0 {
+		return fmt.Errorf("applied, the plan still predicts %v", again)
+	}
+	return nil
+}
+
+// settledState is the node's state as its NodeNetworkState shows it, once two reads half
+// a second apart agree: a port's carrier, or an address's duplicate detection, done.
+func (e *Env) settledState(ctx context.Context) (state.State, error) {
+	show := networkmanager.Backend{Client: e.NM, OVSDBSocket: ovsdbSocket}.Show
+	var last []byte
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := show(ctx)
+		if err != nil {
+			return s, err
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			return s, err
+		}
+		if bytes.Equal(b, last) || time.Now().After(deadline) {
+			return s, nil
+		}
+		last = b
+		time.Sleep(500 * time.Millisecond)
+	}
 }
