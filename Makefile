@@ -36,7 +36,7 @@ kube-assets:
 	@hack/kube-assets.sh >/dev/null
 
 # Real kube-apiserver and etcd.
-test-integration: kube-assets
+test-integration: deps kube-assets
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -tags integration ./test/integration/... -ginkgo.label-filter='!faults'
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -tags integration ./test/apiload/...
 

@@ -2,7 +2,8 @@
 # make demo: nmoverlay's main job on this machine (hack/demo, test/demo): a control plane,
 # two systemd-nspawn nodes with containerd, a kubelet and kube-proxy; nmoverlay installed
 # with kubectl apply -k, the MachineConfig rolled out; a policy per node, a reboot, the
-# metrics, a rolled-back policy, a delete. Leaves nothing running.
+# metrics, a rolled-back policy, a delete. Leaves nothing running; keeps the picture of the
+# first node's network ($CACHE/demo-node.svg, or DEMO_TOPOLOGY).
 #
 # What it needs is built once and cached; on a fresh machine the three builds run at once
 # (the nodes' root is mostly downloads, the Kubernetes binaries and the images compiles).
@@ -35,4 +36,4 @@ export NMOVERLAY_NODE_ROOTFS KUBEBUILDER_ASSETS KUBECTL NMOVERLAY_NODE_IMAGES
 # binaries in the image come from Go's build cache.
 CGO_ENABLED=0 go build -trimpath -o "$CACHE/demo" ./hack/demo
 echo "demo.sh: ready after $(( $(date +%s) - start )) s" >&2
-exec "$CACHE/demo" -control-plane-log "${DEMO_CONTROL_PLANE_LOG:-/dev/null}"
+exec "$CACHE/demo" -control-plane-log "${DEMO_CONTROL_PLANE_LOG:-/dev/null}" -topology "${DEMO_TOPOLOGY:-$CACHE/demo-node.svg}"

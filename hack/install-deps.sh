@@ -24,10 +24,19 @@ declare -A need=(
   [dnsmasq]=dnsmasq-base # a DHCP server on the node tier's fabric
   [ovsdb-server]=openvswitch-switch # Open vSwitch on the node tier (userspace datapath)
   [lldpd]=lldpd # an LLDP neighbour (a switch port) on the node tier's fabric
+  [chromium]=chromium # nmoverlay topology's page, opened in a real browser (integration tier)
+)
+# file -> package, for what has no command: the monospace font the topology's boxes are
+# measured for (chromium only recommends a font).
+declare -A files=(
+  [/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf]=fonts-dejavu-core
 )
 missing=()
 for tool in "${!need[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("${need[$tool]}")
+done
+for file in "${!files[@]}"; do
+  [ -e "$file" ] || missing+=("${files[$file]}")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -4,7 +4,8 @@
 // create them (`nmoverlay render`), so that one kubectl apply -f - installs everything. It
 // also checks policy manifests offline (`nmoverlay validate`), and whether a cluster running
 // kubernetes-nmstate can move to nmoverlay, and makes the move (`nmoverlay migrate`), and
-// shows what a policy would change on each node before it is applied (`nmoverlay plan`).
+// shows what a policy would change on each node before it is applied (`nmoverlay plan`),
+// and draws a node's network (`nmoverlay topology`).
 package main
 
 import (
@@ -32,6 +33,7 @@ Usage:
   nmoverlay validate FILE|DIR...     check policy manifests offline, as the handler parses them
   nmoverlay migrate [flags]          whether a kubernetes-nmstate cluster can move now (and --apply: the move, --rollback: undo it)
   nmoverlay plan [flags] POLICY      what a policy would change on each node it selects, before it is applied
+  nmoverlay topology [flags] NODE    a picture of a node's network (SVG or HTML; --all: every node)
   nmoverlay version                  nmoverlay's version, the commit it was built from, Go's release
   nmoverlay help
 
@@ -62,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMigrate(args[1:], stdout, stderr)
 	case "plan":
 		return runPlan(args[1:], stdout, stderr)
+	case "topology":
+		return runTopology(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version.String("nmoverlay"))
 		return exitOK

@@ -26,6 +26,7 @@ func main() {
 	flag.StringVar(&o.Cluster.Images, "images", os.Getenv("NMOVERLAY_NODE_IMAGES"), "the images the nodes import (hack/node-images.sh)")
 	flag.StringVar(&o.Deploy, "deploy", "deploy", "deploy/'s kustomization directory")
 	flag.StringVar(&o.Kubectl, "kubectl", os.Getenv("KUBECTL"), "kubectl binary (hack/kube-assets.sh)")
+	flag.StringVar(&o.Topology, "topology", "", "file for the picture of the first node's network (SVG; default: not kept)")
 	controlPlaneLog := flag.String("control-plane-log", "", "file for the control plane's log (default: discarded)")
 	flag.Parse()
 	o.Cluster.Nodes = []string{"worker-a", "worker-b"}

@@ -34,8 +34,8 @@ var floors = [][]string{
 	{"internal/netplan"},
 	// The reconcilers.
 	{"internal/node", "internal/cluster", "internal/operator", "internal/adoption"},
-	// What the handler would do, decided off the node.
-	{"internal/plan"},
+	// What the handler would do, decided off the node; what the node runs, drawn.
+	{"internal/plan", "internal/topology"},
 	// The binaries.
 	{"cmd/handler", "cmd/controller", "cmd/operator", "cmd/nmoverlay", "cmd/nm-overlay"},
 }

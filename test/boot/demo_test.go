@@ -30,12 +30,13 @@ var _ = Describe("the demo scenario", func() {
 		o := cluster
 		o.Nodes, o.Log = nodes, GinkgoWriter
 		var out strings.Builder
-		report, err := demo.Run(context.Background(), demo.Options{Cluster: o, Kubectl: kubectl, Deploy: "../../deploy", Out: &out})
+		report, err := demo.Run(context.Background(), demo.Options{Cluster: o, Kubectl: kubectl, Deploy: "../../deploy", Out: &out,
+			Topology: os.Getenv("NMOVERLAY_DEMO_TOPOLOGY")}) // the README's picture
 		GinkgoWriter.Print(out.String())
 		Expect(err).NotTo(HaveOccurred())
 
 		By("every step ran, the clean-up last")
-		Expect(report.Steps).To(HaveLen(13))
+		Expect(report.Steps).To(HaveLen(14))
 		Expect(report.Steps[len(report.Steps)-1].Title).To(HavePrefix("clean up"))
 
 		By("the operator, then for the NMState the handler on every node and the controller's two replicas, one of them leading")
@@ -61,6 +62,14 @@ var _ = Describe("the demo scenario", func() {
 		Expect(report.UpperLayer).To(ContainElement(SatisfyAll(
 			HaveField("Interface", demo.Bridge), HaveField("Change", overlay.Added))))
 		Expect(report.LowerLayer).To(ConsistOf(localcluster.Uplink+".nmconnection", localcluster.SecondNIC+".nmconnection"))
+
+		By("the node's picture shows the bridge and its port, their profiles in tmpfs (dashed), their policy")
+		Expect(report.Topology).To(ContainSubstring(`<g class="iface tmpfs" data-names="` + demo.Bridge + `">`))
+		Expect(report.Topology).To(ContainSubstring(`>policy ` + demo.BridgePolicy("demo-a") + `</text>`))
+		Expect(report.Topology).To(ContainSubstring(`>` + demo.BridgeAddress(0) + `/24</text>`))
+		// The NIC is the bridge's port: its port profile is the policy's, in tmpfs too.
+		Expect(report.Topology).To(ContainSubstring(`<g class="iface tmpfs" data-names="` + localcluster.SecondNIC + `">`))
+		Expect(strings.Count(report.Topology, `>policy `+demo.BridgePolicy("demo-a")+`</text>`)).To(Equal(2))
 
 		By("the time to Available is split into the wait for a grant, the apply and its probes")
 		Expect(report.Split).To(HaveLen(len(nodes)))

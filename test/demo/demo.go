@@ -35,6 +35,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/overlay"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
+	"github.com/nmoverlay/nmoverlay/internal/topology"
 	"github.com/nmoverlay/nmoverlay/test/fabric"
 	lc "github.com/nmoverlay/nmoverlay/test/localcluster"
 )
@@ -82,6 +83,9 @@ type Options struct {
 	// Deploy is the directory of deploy/'s kustomization.
 	Deploy string
 	Out    io.Writer
+	// Topology is where the picture of the first node's network is written ("": a
+	// temporary file, removed).
+	Topology string
 }
 
 // Report is what the run measured and saw, step by step.
@@ -109,6 +113,8 @@ type Report struct {
 	// LowerLayer the files of the persistent dir.
 	UpperLayer []overlay.ProfileChange
 	LowerLayer []string
+	// Topology is the first node's picture (SVG) after the apply.
+	Topology string
 	// Reboot: the reboot was asked for until the policy was Available in the new boot;
 	// Reconverge is the handler's own figure (nmoverlay_boot_reconvergence_seconds),
 	// scraped with a token; Unauthenticated is the HTTP status of a scrape without one.
@@ -276,6 +282,7 @@ func (r *run) steps(ctx context.Context) error {
 		{fmt.Sprintf("per-node authority: %s's handler (its pod's own service account token, bound to its pod on %s) may not touch %s's enactment",
 			nodeA.Name, nodeA.Name, nodeB.Name), r.authority},
 		{fmt.Sprintf("%s: the policy's profiles live in the tmpfs layer only; the persistent dir is as MCO wrote it", nodeA.Name), r.layers},
+		{fmt.Sprintf("%s's network drawn as nmoverlay topology draws it, from its NodeNetworkState and enactments", nodeA.Name), r.topology},
 		{fmt.Sprintf("reboot %s: the tmpfs layer is gone; the kubelet restarts the handler, which re-applies every policy in the new boot; meanwhile the reboot gate keeps a new pod off the node", nodeA.Name), r.reboot},
 		{fmt.Sprintf("scrape %s's handler as Prometheus does: HTTPS on port %d with a token allowed to get /metrics; without one, refused", nodeA.Name, serving.HandlerMetricsPort), r.scrape},
 		{fmt.Sprintf("policy %s points %s's default route at %s, where nobody answers: the gateway probe fails and the node rolls back", BadGatewayPolicy, nodeA.Name, badGateway), r.badGateway},
@@ -736,6 +743,49 @@ func (r *run) layers(ctx context.Context) error {
 	if strings.Contains(lower, Bridge) {
 		return fmt.Errorf("a profile of %s reached the persistent dir: %s", Bridge, lower)
 	}
+	return nil
+}
+
+// topology draws the first node's network, once its NodeNetworkState shows the policy's
+// bridge and its profile in tmpfs, as `nmoverlay topology NODE -o FILE.svg` does.
+func (r *run) topology(ctx context.Context) error {
+	nodeA := r.c.Nodes[0]
+	var picture topology.Node
+	err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nns := &v1beta1.NodeNetworkState{}
+		enactments := &v1beta1.NodeNetworkConfigurationEnactmentList{}
+		if r.k8s.Get(ctx, client.ObjectKey{Name: nodeA.Name}, nns) != nil ||
+			r.k8s.List(ctx, enactments, client.MatchingLabels{shared.NodeLabel: nodeA.Name}) != nil {
+			return false, nil
+		}
+		var err error
+		if picture, err = topology.FromStatus(nns, enactments.Items); err != nil {
+			return false, err
+		}
+		return picture.Ephemeral[Bridge] && len(picture.Policies[Bridge]) > 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s's NodeNetworkState never showed %s's profile in tmpfs with its policy: %w", nodeA.Name, Bridge, err)
+	}
+	var svg strings.Builder
+	if err := topology.SVG(&svg, picture); err != nil {
+		return err
+	}
+	r.report.Topology = svg.String()
+	file := r.o.Topology
+	if file == "" {
+		dir, err := os.MkdirTemp("", "nmoverlay-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		file = filepath.Join(dir, nodeA.Name+".svg")
+	}
+	if err := os.WriteFile(file, []byte(r.report.Topology), 0o644); err != nil {
+		return err
+	}
+	r.printf("  wrote %s: %d interfaces; %s (dashed: its profile in tmpfs) by %s over %s\n", file, len(picture.Current.Interfaces),
+		Bridge, strings.Join(picture.Policies[Bridge], ", "), lc.SecondNIC)
 	return nil
 }
 
