@@ -116,23 +116,29 @@ func (e *Env) plan(ctx context.Context, name, doc string) (state.State, []plan.C
 	if err != nil {
 		return before, nil, err
 	}
+	changes, err := e.planOn(name, doc, before)
+	return before, changes, err
+}
+
+// planOn is the plan of doc against current.
+func (e *Env) planOn(name, doc string, current state.State) ([]plan.Change, error) {
 	caps, err := e.NM.Capabilities()
 	if err != nil {
-		return before, nil, err
+		return nil, err
 	}
 	desired, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {
-		return before, nil, err
+		return nil, err
 	}
 	r, err := plan.ForNode(plan.Input{Planned: node.Policy{Name: name, Generation: 1, DesiredState: desired}, Now: time.Now()},
-		plan.Node{Name: "guest", Current: before, Capabilities: caps.Names()})
+		plan.Node{Name: "guest", Current: current, Capabilities: caps.Names()})
 	if err != nil {
-		return before, nil, err
+		return nil, err
 	}
 	if r.Failed() {
-		return before, nil, fmt.Errorf("plan: conflicts %v, refusals %v", r.Conflicts, r.Refusals)
+		return nil, fmt.Errorf("plan: conflicts %v, refusals %v", r.Conflicts, r.Refusals)
 	}
-	return before, r.Changes, nil
+	return r.Changes, nil
 }
 
 // planWasAccurate: the node's state after the apply differs from before by what the
@@ -153,7 +159,7 @@ func (e *Env) planWasAccurate(ctx context.Context, name, doc string, before stat
 	if err := accuracy.Check(changes, quiet(before), quiet(after)); err != nil {
 		return fmt.Errorf("%w\nplan: %v", err, changes)
 	}
-	_, again, err := e.plan(ctx, name, doc)
+	again, err := e.planOn(name, doc, after)
 	if err != nil {
 		return err
 	}
@@ -163,8 +169,8 @@ func (e *Env) planWasAccurate(ctx context.Context, name, doc string, before stat
 	return nil
 }
 
-// settledState is the node's state as its NodeNetworkState shows it, once two reads half
-// a second apart agree: a port's carrier, or an address's duplicate detection, done.
+// settledState is the node's state as its NodeNetworkState shows it, once two reads
+// half a second apart agree: a port's carrier, or an address's duplicate detection, done.
 func (e *Env) settledState(ctx context.Context) (state.State, error) {
 	show := networkmanager.Backend{Client: e.NM, OVSDBSocket: ovsdbSocket}.Show
 	var last []byte
