@@ -10,12 +10,13 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
 	"github.com/nmoverlay/nmoverlay/internal/cluster"
+	"github.com/nmoverlay/nmoverlay/internal/monitoring"
 	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
@@ -39,10 +40,9 @@ func main() {
 	flag.DurationVar(&gate.timeout, "reboot-gate-timeout", rebootgate.DefaultTimeout,
 		"how long the reboot gate may hold a node whose policies are not all Available in its new boot")
 	printVersion := serving.VersionFlag()
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
+	setupLogging := serving.Logging(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	setupLogging()
 	serving.Announce("controller", *printVersion)
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
@@ -80,9 +80,11 @@ func run(cfg *rest.Config, leaderElect bool, leaseNamespace string, metrics metr
 	if err != nil {
 		return err
 	}
-	if err := serving.AddPing(mgr); err != nil {
+	if err := serving.AddChecks(mgr, nil); err != nil {
 		return err
 	}
+	// kubernetes-nmstate's policy, enactment and feature gauges, from this cache.
+	ctrlmetrics.Registry.MustRegister(&monitoring.Cluster{Reader: mgr.GetCache(), Elected: mgr.Elected()})
 	if err := (&cluster.PolicyController{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("nmoverlay-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

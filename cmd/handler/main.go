@@ -26,7 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nmoverlay/nmoverlay/api"
@@ -52,7 +52,7 @@ type options struct {
 	pprofAddr, migrationPlan                                               string
 	backend, hostRoot, rebootGate                                          string
 	disabledProbes                                                         []string
-	probeTimeout, activationTimeout, rebootGateTimeout                     time.Duration
+	probeTimeout, activationTimeout, rebootGateTimeout, nmReadyGrace       time.Duration
 	reapplyDrift, metricsSecure                                            bool
 }
 
@@ -83,6 +83,8 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.HandlerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.HandlerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
+	flag.DurationVar(&o.nmReadyGrace, "networkmanager-ready-grace", 10*time.Second,
+		"how long NetworkManager may not answer on D-Bus before the handler is not ready (a restart takes a second or two)")
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "", `address serving Go's profiles (net/http/pprof), for a memory or CPU question ("" disables)`)
 	flag.DurationVar(&o.probeTimeout, "probe-timeout", 45*time.Second,
 		"how long the probes (all at once) may take to pass after an apply before it is rolled back")
@@ -101,10 +103,9 @@ func main() {
 		"in it or --reboot-gate-timeout passed (the NMState's spec.rebootGate); "+nmstatev1.RebootGateNone+": not")
 	flag.DurationVar(&o.rebootGateTimeout, "reboot-gate-timeout", rebootgate.DefaultTimeout, "the cluster controller's --reboot-gate-timeout")
 	printVersion := serving.VersionFlag()
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
+	setupLogging := serving.Logging(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLogging()
 	serving.Announce("handler", *printVersion)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
@@ -133,6 +134,10 @@ func run(o options) error {
 
 	mgr, cfg, dialer, err := newManager(o)
 	if err != nil {
+		return err
+	}
+	if err := serving.AddChecks(mgr, map[string]healthz.Checker{
+		"networkmanager": serving.Answering("NetworkManager", nm.Ping, o.nmReadyGrace, time.Now)}); err != nil {
 		return err
 	}
 	engine, err := newBackend(o, nm, layout)
@@ -221,9 +226,6 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(o.nodeName),
 		Metrics: serving.Metrics(o.metricsAddr, o.metricsSecure), HealthProbeBindAddress: o.probeAddr, PprofBindAddress: o.pprofAddr})
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := serving.AddPing(mgr); err != nil {
 		return nil, nil, nil, err
 	}
 	return mgr, cfg, dialer, nil

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nmoverlay/nmoverlay/api"
 	"github.com/nmoverlay/nmoverlay/deploy"
@@ -43,10 +42,9 @@ func main() {
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.ControllerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
 	printVersion := serving.VersionFlag()
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
+	setupLogging := serving.Logging(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLogging()
 	serving.Announce("operator", *printVersion)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "operator:", err)
@@ -90,7 +88,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if err := serving.AddPing(mgr); err != nil {
+	if err := serving.AddChecks(mgr, nil); err != nil {
 		return err
 	}
 	if err := (&operator.Operator{Client: mgr.GetClient(), Base: base, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {

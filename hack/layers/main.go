@@ -24,8 +24,9 @@ var floors = [][]string{
 		"internal/probe", "internal/readyourwrites", "internal/serving", "internal/paths", "internal/migration"},
 	{"api/v1", "internal/overlay"},
 	{"api/v1beta1", "internal/machineconfigs"},
-	// The reboot gate's decision, which the controller, the handler and the operator share.
-	{"api", "deploy", "internal/rebootgate"},
+	// The reboot gate's decision, which the controller, the handler and the operator share;
+	// the peer's metrics, which the controller and the handler export.
+	{"api", "deploy", "internal/rebootgate", "internal/monitoring"},
 	// The seam between the handler and the backends.
 	{"internal/backend"},
 	// The engine over NetworkManager, and the networkmanager backend on it.

@@ -126,6 +126,12 @@ func (c *Client) Version() (string, error) {
 	return v, c.prop(nmdbus.Path, nmdbus.Iface, "Version", &v)
 }
 
+// Ping asks NetworkManager for its version over D-Bus, bounded by ctx: the handler's
+// readiness. While NetworkManager is gone, the bus answers that no one owns its name.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.call(ctx, nmdbus.Path, "org.freedesktop.DBus.Properties.Get", nmdbus.Iface, "Version").Err
+}
+
 func (c *Client) obj(path dbus.ObjectPath) dbus.BusObject { return c.nm.Object(path) }
 
 func (c *Client) call(ctx context.Context, path dbus.ObjectPath, method string, args ...any) *dbus.Call {

@@ -3,6 +3,8 @@ package node
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nmoverlay/nmoverlay/internal/monitoring"
 )
 
 // Metrics of the handler, served by controller-runtime's metrics endpoint.
@@ -35,5 +37,6 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(applyDuration, rollbacks, bootReconvergence, overlayDegraded, driftTotal, nnsWrites)
+	metrics.Registry.MustRegister(applyDuration, rollbacks, bootReconvergence, overlayDegraded, driftTotal, nnsWrites,
+		monitoring.NetworkInterfaces, monitoring.Routes) // the peer's, of this node (Reporter)
 }

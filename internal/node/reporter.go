@@ -20,6 +20,7 @@ import (
 
 	"github.com/nmoverlay/nmoverlay/api/shared"
 	"github.com/nmoverlay/nmoverlay/api/v1beta1"
+	"github.com/nmoverlay/nmoverlay/internal/monitoring"
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
@@ -197,6 +198,7 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	var raw []byte
 	var summarized string
 	if readErr == nil {
+		monitoring.SetNode(r.NodeName, current) // the whole state, summarized or not
 		max := r.MaxStateBytes
 		if max <= 0 {
 			max = MaxStateBytes

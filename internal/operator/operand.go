@@ -8,6 +8,7 @@ package operator
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/nmoverlay/nmoverlay/deploy"
 	"github.com/nmoverlay/nmoverlay/internal/paths"
 	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
@@ -233,11 +235,16 @@ func HandlerArgs(spec nmstatev1.NMStateSpec) []string {
 	return append(args, logArgs(spec)...)
 }
 
+// logArgs are the daemons' log flags for the NMState's logLevel: debug raises the one
+// verbosity of their logs and client-go's (serving.Logging); error keeps errors alone.
 func logArgs(spec nmstatev1.NMStateSpec) []string {
-	if spec.LogLevel == "" || spec.LogLevel == "info" {
-		return nil
+	switch spec.LogLevel {
+	case "debug":
+		return []string{"--v=" + strconv.Itoa(serving.DebugVerbosity)}
+	case "error":
+		return []string{"--zap-log-level=error"}
 	}
-	return []string{"--zap-log-level=" + spec.LogLevel}
+	return nil
 }
 
 // ownerOf is the reference that makes nm the controller of an object: the garbage

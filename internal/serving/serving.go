@@ -8,9 +8,16 @@
 package serving
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -44,11 +51,68 @@ func Metrics(addr string, secure bool) metricsserver.Options {
 	return o
 }
 
-// AddPing answers /healthz and /readyz as soon as the process serves them: what the
-// kubelet's probes of every nmoverlay daemon ask.
-func AddPing(mgr ctrl.Manager) error {
+// AddChecks answers the kubelet's probes: /healthz as soon as the process serves it (a
+// ping: a restart would not cure what the other checks see), /readyz once the manager's
+// caches have synced and every check in ready passes.
+func AddChecks(mgr ctrl.Manager, ready map[string]healthz.Checker) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	return mgr.AddReadyzCheck("ping", healthz.Ping)
+	if err := mgr.AddReadyzCheck("caches", CachesSynced(mgr.GetCache())); err != nil {
+		return err
+	}
+	for name, check := range ready {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CachesSynced passes once every informer the cache has started has synced.
+func CachesSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("the caches have not synced")
+		}
+		return nil
+	}
+}
+
+// Answering passes while ping succeeds, and while it has failed for less than grace: a
+// dependency that restarts (NetworkManager takes a second or two) does not take the pod
+// out of its Service, one that stays gone does. now is time.Now, but in tests.
+func Answering(what string, ping func(context.Context) error, grace time.Duration, now func() time.Time) healthz.Checker {
+	var mu sync.Mutex
+	var failingSince time.Time
+	unready := false
+	log := ctrl.Log.WithName("readiness")
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		defer cancel()
+		err := ping(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			if unready {
+				log.Info("ready again", "dependency", what, "gone", now().Sub(failingSince).Round(time.Second).String())
+			}
+			failingSince, unready = time.Time{}, false
+			return nil
+		}
+		if failingSince.IsZero() {
+			failingSince = now()
+		}
+		if gone := now().Sub(failingSince); gone >= grace {
+			err = fmt.Errorf("%s has not answered for %s: %w", what, gone.Round(time.Second), err)
+			if !unready {
+				log.Info("not ready", "dependency", what, "reason", err.Error()) // once: the probe asks again and again
+			}
+			unready = true
+			return err
+		}
+		return nil
+	}
 }

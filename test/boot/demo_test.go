@@ -100,8 +100,9 @@ var _ = Describe("the demo scenario", func() {
 			fmt.Sprintf("new boot ID to %s taint %s (the gate's window); to the policy Available %s (the window without it)",
 				rebootgate.TaintKey, g.Race().Round(time.Millisecond), g.Ungated().Round(time.Millisecond)), ReportEntryVisibilityAlways)
 
-		By("the metrics were refused without a token")
+		By("the metrics were refused without a token; with one, kubernetes-nmstate's gauge counts the node's bridges")
 		Expect(report.Unauthenticated).To(Equal(http.StatusUnauthorized))
+		Expect(report.PeerBridges).To(BeNumerically(">=", 1))
 
 		By("the bad gateway was rolled back by the gateway probe")
 		Expect(report.BadGateway).To(ContainSubstring("default-gateway"))

@@ -124,6 +124,9 @@ type Report struct {
 	Gate            GateTimeline
 	Reconverge      time.Duration
 	Unauthenticated int
+	// PeerBridges is kubernetes_nmstate_network_interfaces{type="linux-bridge"} of the
+	// first node, scraped from its handler.
+	PeerBridges float64
 	// BadGateway is the failing enactment's message; DefaultRouteAfter the node's
 	// default route once it was rolled back.
 	BadGateway        string
@@ -887,6 +890,15 @@ func (r *run) scrape(ctx context.Context) error {
 	}
 	r.printf("GET https://%s:%d/metrics with %s's token: %s %.3f (the handler re-applied every policy %s after it started in the new boot)\n",
 		nodeA.Address, serving.HandlerMetricsPort, scraper, metric, r.report.Reconverge.Seconds(), r.report.Reconverge.Round(time.Millisecond))
+	// kubernetes-nmstate's gauge of the node's interfaces, as a dashboard built on the peer
+	// reads it: the policy's bridge among them.
+	series := fmt.Sprintf(`kubernetes_nmstate_network_interfaces{node=%q,type="linux-bridge"}`, nodeA.Name)
+	v, ok, err := r.c.Metric(nodeA, serving.HandlerMetricsPort, token, series)
+	if err != nil || !ok || v < 1 {
+		return fmt.Errorf("the handler's %s: %v (found %t, %v)", series, v, ok, err)
+	}
+	r.report.PeerBridges = v
+	r.printf("  %s %g\n", series, v)
 	status, body, err := r.c.Scrape(nodeA, serving.HandlerMetricsPort, "")
 	if err != nil {
 		return err

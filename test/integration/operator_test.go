@@ -267,7 +267,7 @@ spec:
 		nm.Spec.LogLevel = "debug"
 		Expect(k8s.Update(ctx, nm)).To(Succeed())
 		Eventually(func() []string { return handlerDS().Spec.Template.Spec.Containers[0].Args }, "10s").Should(ContainElements(
-			"--probe-timeout=1m30s", "--disable-probes=default-gateway", "--zap-log-level=debug", "--dns-probe-host=redhat.com"))
+			"--probe-timeout=1m30s", "--disable-probes=default-gateway", "--v=4", "--dns-probe-host=redhat.com"))
 		ds := handlerDS()
 		Expect(ds.Generation).To(BeNumerically(">", before))
 		Expect(ds.Spec.Template.Spec.Tolerations).To(Equal(append(nm.Spec.Tolerations, rebootgate.Toleration())),

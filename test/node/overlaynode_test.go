@@ -3,10 +3,12 @@
 package node_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -245,30 +247,42 @@ const handlerMetricsAddr = "127.0.0.1:8089"
 
 // handlerMetric reads one sample ("name{labels}") from the node's handler process.
 func (o *overlayNode) handlerMetric(sample string) (float64, error) {
-	var conn net.Conn
-	err := fabric.InNetNS(o.NetNSPath(), func() error {
-		var err error
-		conn, err = net.DialTimeout("tcp", handlerMetricsAddr, 2*time.Second)
-		return err
-	})
+	_, body, err := o.handlerGet(handlerMetricsAddr, "/metrics")
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(conn, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", handlerMetricsAddr); err != nil {
-		return 0, err
-	}
-	body, err := io.ReadAll(conn)
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(body), "\n") {
+	for _, l := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(l, sample+" "); ok {
 			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}
 	}
 	return 0, nil // not observed yet
+}
+
+// handlerGet is an HTTP GET of path from the node's handler process at addr, inside the
+// node (where the kubelet's probes and a scrape come from): the status and the body.
+func (o *overlayNode) handlerGet(addr, path string) (int, string, error) {
+	var conn net.Conn
+	err := fabric.InNetNS(o.NetNSPath(), func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", addr, 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // engineOn boots the node and connects the handler's engine to its NetworkManager, as
