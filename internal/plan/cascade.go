@@ -76,16 +76,16 @@ func peers(changes []Change, desired, current state.State) []Change {
 		if c.Kind != Create {
 			continue
 		}
-		i := slices.IndexFunc(desired.Interfaces, func(it state.Interface) bool { return it.Key() == c.Path })
-		if i < 0 {
+		made, ok := created(c, desired)
+		if !ok {
 			continue
 		}
-		v := state.SectionOf[*state.VethConfig](desired.Interfaces[i])
+		v := state.SectionOf[*state.VethConfig](made)
 		if v == nil || v.Peer == "" || slices.ContainsFunc(current.Interfaces, func(it state.Interface) bool { return it.Name == v.Peer }) ||
 			has(changes, Create, v.Peer) || slices.ContainsFunc(desired.Interfaces, func(it state.Interface) bool { return it.Name == v.Peer }) {
 			continue
 		}
-		out = append(out, Change{Kind: Create, Path: v.Peer, New: fmt.Sprintf("(veth; peer of %s)", desired.Interfaces[i].Name)})
+		out = append(out, Change{Kind: Create, Path: v.Peer, New: fmt.Sprintf("(veth; peer of %s)", made.Name)})
 	}
 	return out
 }
@@ -136,6 +136,15 @@ func normal(r state.Route) state.Route {
 
 func stillStated(r state.Route, routes []state.Route) bool {
 	return slices.ContainsFunc(routes, func(w state.Route) bool { return normal(w).String() == normal(r).String() })
+}
+
+// created is the interface of desired a create change makes.
+func created(c Change, desired state.State) (state.Interface, bool) {
+	i := slices.IndexFunc(desired.Interfaces, func(it state.Interface) bool { return it.Key() == c.Path })
+	if c.Kind != Create || i < 0 {
+		return state.Interface{}, false
+	}
+	return desired.Interfaces[i], true
 }
 
 func has(changes []Change, kind Kind, path string) bool {

@@ -104,27 +104,24 @@ func adopted(changes []Change, desired, current state.State) []Change {
 	}
 	var out []Change
 	for _, c := range changes {
-		if c.Kind != Create {
+		made, ok := created(c, desired)
+		if !ok {
 			continue
 		}
-		i := slices.IndexFunc(desired.Interfaces, func(it state.Interface) bool { return it.Key() == c.Path })
-		if i < 0 {
-			continue
-		}
-		for _, r := range desired.Interfaces[i].References() {
+		for _, r := range made.References() {
 			port, ok := exists[r.Name]
-			if r.Kind != state.RefPort || !ok || r.Name == desired.Interfaces[i].Name {
+			if r.Kind != state.RefPort || !ok || r.Name == made.Name {
 				continue
 			}
-			out = append(out, Change{Kind: Set, Path: r.Name + ".controller", Old: cmp.Or(controllerOf[r.Name], "none"), New: desired.Interfaces[i].Name})
+			out = append(out, Change{Kind: Set, Path: r.Name + ".controller", Old: cmp.Or(controllerOf[r.Name], "none"), New: made.Name})
 			if port.State != state.Up {
 				out = append(out, Change{Kind: Set, Path: r.Name + ".state", Old: string(port.State), New: string(state.Up)})
 			}
-			if desired.Interfaces[i].Type == state.Bond && port.MACAddress != nil {
+			if made.Type == state.Bond && port.MACAddress != nil {
 				// The kernel gives a bond's ports the bond's MAC address.
-				out = append(out, Change{Kind: Set, Path: r.Name + ".mac-address", Old: *port.MACAddress, New: "(" + desired.Interfaces[i].Name + "'s)"})
+				out = append(out, Change{Kind: Set, Path: r.Name + ".mac-address", Old: *port.MACAddress, New: "(" + made.Name + "'s)"})
 			}
-			if userspaceDatapath(desired.Interfaces[i]) && port.AcceptAllMACAddresses != nil && !*port.AcceptAllMACAddresses {
+			if userspaceDatapath(made) && port.AcceptAllMACAddresses != nil && !*port.AcceptAllMACAddresses {
 				out = append(out, Change{Kind: Set, Path: r.Name + ".accept-all-mac-addresses", Old: "false", New: "true"})
 			}
 			for _, fam := range []struct {

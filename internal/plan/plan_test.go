@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -44,12 +43,8 @@ routes:
 
 func currentState(t *testing.T) state.State {
 	t.Helper()
-	j, err := yaml.YAMLToJSON([]byte(current))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s state.State
-	if err := json.Unmarshal(j, &s); err != nil {
+	if err := yaml.Unmarshal([]byte(current), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -253,12 +248,8 @@ routes:
   - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth2, table-id: 254, metric: 150, cwnd: 20}
   - {destination: 198.51.200.0/24, next-hop-interface: lo, route-type: blackhole, table-id: 254}
 `
-	j, err := yaml.YAMLToJSON([]byte(node))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var current state.State
-	if err := json.Unmarshal(j, &current); err != nil {
+	if err := yaml.Unmarshal([]byte(node), &current); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

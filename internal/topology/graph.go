@@ -44,11 +44,10 @@ type box struct {
 	below []*box
 	peer  string
 	lines []line
-	// persistent is false for a profile in tmpfs; managed is false for an interface with
-	// no profile the node shows (a veth's peer end, say).
-	persistent, drift, policy bool
-	layer, row                int
-	x, y, w, h                float64
+	// persistent is false for a profile in tmpfs; drift is true where drift is reported.
+	persistent, drift bool
+	layer, row        int
+	x, y, w, h        float64
 }
 
 type line struct {
@@ -65,7 +64,7 @@ func graph(n Node) []*box {
 			continue
 		}
 		b := &box{key: it.Key(), names: []string{it.Name}, typ: it.Type, state: it.State,
-			persistent: !n.Ephemeral[it.Name], drift: len(n.Drift[it.Name]) > 0, policy: len(n.Policies[it.Name]) > 0}
+			persistent: !n.Ephemeral[it.Name], drift: len(n.Drift[it.Name]) > 0}
 		b.lines = describe(it, n)
 		byKey[b.key] = b
 		boxes = append(boxes, b)

@@ -234,7 +234,7 @@ func collapse(boxes []*box) []*box {
 		}
 		first := members[0]
 		g := &box{key: first.key, typ: first.typ, state: first.state, below: first.below, layer: first.layer,
-			persistent: first.persistent, policy: first.policy}
+			persistent: first.persistent}
 		var peers []string
 		for _, m := range members {
 			g.names = append(g.names, m.names...)

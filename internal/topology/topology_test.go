@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,14 +13,11 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/state"
 )
 
+// parse reads a state as a NodeNetworkState shows it (not as a policy states it).
 func parse(t *testing.T, doc string) state.State {
 	t.Helper()
-	j, err := yaml.YAMLToJSON([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s state.State
-	if err := json.Unmarshal(j, &s); err != nil {
+	if err := yaml.Unmarshal([]byte(doc), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s

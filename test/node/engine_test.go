@@ -485,17 +485,7 @@ func newVethNode(name string, persistent map[string]string) (*nmhost.Node, *netw
 	n, err := nmhost.New(name)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(n.Close)
-	n.BootSetup = func(n *nmhost.Node) error {
-		for _, nic := range []string{"eth1", "eth2", "eth3", "eth4"} {
-			if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
-				return err
-			}
-			if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	n.BootSetup = withNICs(ctx, "eth1", "eth2", "eth3", "eth4")
 	for file, content := range persistent {
 		Expect(os.WriteFile(filepath.Join(n.Lower(), file), []byte(content), 0o600)).To(Succeed())
 	}

@@ -90,14 +90,10 @@ var _ = Describe("the keyfile overlay on a node", Ordered, func() {
 		Expect(os.WriteFile(filepath.Join(n.ConfD(), paths.KeyfileDropIn), []byte(layout.KeyfileDropInContent()), 0o644)).To(Succeed())
 		tmpfiles := filepath.Join(n.Dir, "nmoverlay-tmpfiles.conf")
 		Expect(os.WriteFile(tmpfiles, []byte(layout.TmpfilesContent()), 0o644)).To(Succeed())
+		nics := withNICs(ctx, "veth0", "veth1", "veth2")
 		n.BootSetup = func(n *nmhost.Node) error {
-			for _, nic := range []string{"veth0", "veth1", "veth2"} {
-				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
-					return err
-				}
-				if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
-					return err
-				}
+			if err := nics(n); err != nil {
+				return err
 			}
 			// systemd-tmpfiles-setup.service's part of the boot.
 			_, err := n.Run(ctx, "systemd-tmpfiles", "--create", tmpfiles)

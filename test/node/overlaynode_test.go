@@ -242,6 +242,22 @@ func (o *overlayNode) startHandlerProcess(bin, kubeconfig, nodeName, logPath str
 	return cmd, cmd.Start()
 }
 
+// withNICs is a boot setup that gives the node NICs by these names: veths whose peer end,
+// <name>p, is up in the node and cabled to nothing, so that each has a carrier.
+func withNICs(ctx context.Context, names ...string) func(*nmhost.Node) error {
+	return func(n *nmhost.Node) error {
+		for _, nic := range names {
+			if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
+				return err
+			}
+			if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // handlerMetricsAddr is where a handler process serves its metrics, inside its node.
 const handlerMetricsAddr = "127.0.0.1:8089"
 

@@ -171,17 +171,7 @@ ovn:
 		nmDir := os.Getenv("NMOVERLAY_NM_OVS")
 		Expect(filepath.Join(nmDir, "NetworkManager")).To(BeAnExistingFile(), "NMOVERLAY_NM_OVS is unset: run make test-node (hack/nm-ovs.sh builds it)")
 		var err error
-		n, err = newOverlayNode("ovseng", helper, func(n *nmhost.Node) error {
-			for _, nic := range []string{"eth2", "eth3", "eth4", "eth5"} {
-				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
-					return err
-				}
-				if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		n, err = newOverlayNode("ovseng", helper, withNICs(ctx, "eth2", "eth3", "eth4", "eth5"))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(n.close)
 		n.OVS = &nmhost.OVS{NetworkManagerDir: nmDir}

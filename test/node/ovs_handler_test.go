@@ -65,13 +65,7 @@ var _ = Describe("the handler with Open vSwitch", Ordered, func() {
 		env, k8s = a.Env, a.Client
 		_, err = kit.ReadyNode(ctx, k8s, nodeName, nil)
 		Expect(err).NotTo(HaveOccurred())
-		n, err = newOverlayNode("ovse2e", helper, func(n *nmhost.Node) error {
-			if _, err := n.Run(ctx, "ip", "link", "add", "eth2", "type", "veth", "peer", "name", "eth2p"); err != nil {
-				return err
-			}
-			_, err := n.Run(ctx, "ip", "link", "set", "eth2p", "up")
-			return err
-		})
+		n, err = newOverlayNode("ovse2e", helper, withNICs(ctx, "eth2"))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(n.close)
 		n.OVS = &nmhost.OVS{NetworkManagerDir: nmDir}

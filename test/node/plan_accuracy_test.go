@@ -146,17 +146,7 @@ var _ = Describe("nmoverlay plan against the handler", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = kit.ReadyNode(ctx, k8s, nodeName, nil)
 		Expect(err).NotTo(HaveOccurred())
-		n, err = newOverlayNode("planacc", helper, func(n *nmhost.Node) error {
-			for _, nic := range []string{"eth2", "eth3"} {
-				if _, err := n.Run(ctx, "ip", "link", "add", nic, "type", "veth", "peer", "name", nic+"p"); err != nil {
-					return err
-				}
-				if _, err := n.Run(ctx, "ip", "link", "set", nic+"p", "up"); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		n, err = newOverlayNode("planacc", helper, withNICs(ctx, "eth2", "eth3"))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(n.close)
 		n.OVS = &nmhost.OVS{NetworkManagerDir: nmDir}
