@@ -125,7 +125,12 @@ var _ = Describe("the admission policies", Ordered, func() {
 		// A policy stored before the checks existed (it could never be created now).
 		legacy := policy("adm-legacy", map[string]string{"bad key": "x"}, `{"interfaces":[{"name":"eth1","type":"ethernet"}]}`)
 		legacy.Spec.MaxUnavailable = ptrTo(intstr.FromString("0%"))
-		create(legacy)
+		// Another spec may just have deleted the checks (kubectl delete -k): the API server
+		// stops enforcing a deleted admission policy once its informer has seen the delete.
+		Eventually(func() error { return k8s.Create(ctx, legacy) }, "10s", "100ms").Should(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, legacy, client.GracePeriodSeconds(0)))).To(Succeed())
+		})
 
 		var policies []*unstructured.Unstructured
 		for _, o := range deployObjects() {
