@@ -23,8 +23,9 @@ import (
 // `route-rules.config`, `dns-resolver.config` and `ovn`. The running routes and DNS are
 // left out: the kernel derives them from what is configured. An interface made, released,
 // taken down or brought up may change in any field: a down interface shows its state
-// alone. A predicted field set to a scalar must read the predicted value after, and a
-// port its predicted controller. The error lists every mismatch.
+// alone. A predicted field set to a scalar must read the predicted value after, one set to
+// "(bond0's)" bond0's value of the field (changed or not), and a port must list under its
+// predicted controller. The error lists every mismatch.
 func Check(changes []plan.Change, before, after state.State) error {
 	observed, err := Diff(before, after)
 	if err != nil {
@@ -45,6 +46,16 @@ func Check(changes []plan.Change, before, after state.State) error {
 			}
 			continue
 		}
+		if name, isTheirs := ownersValue(c.New); isTheirs && c.Kind == plan.Set {
+			// "(bond0's)": the port ends with bond0's value of the field, which may have been
+			// its own (a bond takes its first port's MAC address when it has none yet).
+			field := strings.TrimPrefix(c.Path, owner(c.Path, keys))
+			mine, theirs := valueAtOr(after, c.Path, keys), valueAtOr(after, name+field, keys)
+			if mine == "" || mine != theirs {
+				problems = append(problems, fmt.Sprintf("predicted %q, but %s reads %q after, %s%s %q", c.String(), c.Path, mine, name, field, theirs))
+			}
+			continue
+		}
 		d, ok := observed[f]
 		if !ok && c.Kind == plan.Release {
 			continue // back to its persistent profile, which may be what it ran
@@ -53,7 +64,7 @@ func Check(changes []plan.Change, before, after state.State) error {
 			problems = append(problems, fmt.Sprintf("predicted %q, but %s did not change", c.String(), f))
 			continue
 		}
-		if c.Kind == plan.Set && c.New != "" && !strings.HasPrefix(c.New, "(") { // "(bond0's)": known once made
+		if c.Kind == plan.Set && c.New != "" {
 			if v, scalar := valueAt(after, c.Path, keys); scalar && v != c.New {
 				problems = append(problems, fmt.Sprintf("predicted %q, but %s reads %s after (%s)", c.String(), c.Path, v, d))
 			}
@@ -215,6 +226,18 @@ func field(path string, keys []string) string {
 		return "ovn"
 	}
 	return path
+}
+
+// ownersValue reads a predicted value "(NAME's)": NAME's own value of the same field.
+func ownersValue(v string) (string, bool) {
+	name, ok := strings.CutSuffix(strings.TrimPrefix(v, "("), "'s)")
+	return name, ok && strings.HasPrefix(v, "(")
+}
+
+// valueAtOr is valueAt's scalar, or "".
+func valueAtOr(s state.State, path string, keys []string) string {
+	v, _ := valueAt(s, path, keys)
+	return v
 }
 
 // hasPort: controller (an interface's name) lists port among its ports in s.

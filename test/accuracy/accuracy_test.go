@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -74,5 +75,29 @@ interfaces:
 				}
 			}
 		})
+	}
+}
+
+// A port predicted to take its bond's MAC address has it after, whether or not it was its
+// own (a bond takes its first port's).
+func TestCheckTheirs(t *testing.T) {
+	changes := []plan.Change{{Kind: plan.Create, Path: "bond0"}, {Kind: plan.Set, Path: "eth1.mac-address", Old: "52:54:00:00:00:01", New: "(bond0's)"}}
+	before := parse(t, `{interfaces: [{name: eth1, type: ethernet, state: up, mac-address: "52:54:00:00:00:01"}]}`)
+	for _, tc := range []struct {
+		name, bondMAC, portMAC, want string
+	}{
+		{"the bond took the port's", "52:54:00:00:00:01", "52:54:00:00:00:01", ""},
+		{"the port took the bond's", "96:85:C5:CE:A2:4B", "96:85:C5:CE:A2:4B", ""},
+		{"neither", "96:85:C5:CE:A2:4B", "52:54:00:00:00:01", `eth1.mac-address reads "52:54:00:00:00:01" after, bond0.mac-address "96:85:C5:CE:A2:4B"`},
+	} {
+		after := parse(t, fmt.Sprintf(`{interfaces: [{name: eth1, type: ethernet, state: up, mac-address: %q},
+			{name: bond0, type: bond, state: up, mac-address: %q, link-aggregation: {mode: balance-rr, port: [eth1]}}]}`, tc.portMAC, tc.bondMAC))
+		err := Check(changes, before, after)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
