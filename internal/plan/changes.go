@@ -267,31 +267,23 @@ func risks(changes []Change, n Node, apiServer netip.Addr) []string {
 	return out
 }
 
-// interfaceOf is the interface of names a change's path is about ("" for none): the
-// longest name the path starts with, among names, the node's interfaces and those the
-// changes create, so that a VLAN's path (eth0.100.mtu) is not its base's (eth0).
+// interfaceOf is the interface of names a change's path is about ("" for none): its
+// owner (state.OwnerOf) among names, the node's interfaces and those the changes create,
+// so that a VLAN's path (eth0.100.mtu) is not its base's (eth0).
 func interfaceOf(path string, names []string, current state.State, changes []Change) string {
-	best := ""
-	consider := func(name string) {
-		if len(name) > len(best) && (path == name || strings.HasPrefix(path, name+".")) {
-			best = name
-		}
-	}
-	for _, name := range names {
-		consider(name)
-	}
+	all := slices.Clone(names)
 	for _, it := range current.Interfaces {
-		consider(it.Name)
+		all = append(all, it.Name, it.Key()) // an OVS bridge's path is its own, not its internal interface's
 	}
 	for _, c := range changes {
 		if c.Kind == Create {
-			consider(c.Path)
+			all = append(all, c.Path)
 		}
 	}
-	if !slices.Contains(names, best) {
-		return ""
+	if best := state.OwnerOf(path, all); slices.Contains(names, best) {
+		return best
 	}
-	return best
+	return ""
 }
 
 // defaultRoute: a route as state.Route.String shows it goes to 0.0.0.0/0 or ::/0.

@@ -75,7 +75,7 @@ func FromStatus(nns *v1beta1.NodeNetworkState, enactments []v1beta1.NodeNetworkC
 		policy, what, _ := strings.Cut(d, ": ")
 		what = strings.TrimPrefix(what, "changed outside nmoverlay: ")
 		for _, diff := range strings.Split(what, "; ") {
-			if iface := interfaceOf(diff, names); iface != "" {
+			if iface := state.OwnerOf(diff, names); iface != "" {
 				n.Drift[iface] = append(n.Drift[iface], policy+": "+diff)
 			} else {
 				about = append(about, "drift "+policy+": "+diff)
@@ -84,16 +84,4 @@ func FromStatus(nns *v1beta1.NodeNetworkState, enactments []v1beta1.NodeNetworkC
 	}
 	n.About = strings.Join(about, " · ")
 	return n, nil
-}
-
-// interfaceOf is the interface a verification line's path is about: the longest of names
-// it starts with ("" for none: routes.config, say).
-func interfaceOf(line string, names []string) string {
-	best := ""
-	for _, name := range names {
-		if len(name) > len(best) && (strings.HasPrefix(line, name+".") || strings.HasPrefix(line, name+":") || strings.HasPrefix(line, name+",")) {
-			best = name
-		}
-	}
-	return best
 }

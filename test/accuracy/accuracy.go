@@ -192,20 +192,11 @@ func interfaceKeys(states ...state.State) []string {
 			keys = append(keys, it.Key())
 		}
 	}
-	// The longest first: a VLAN's name (eth1.100) holds its base's (eth1).
-	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
-	return slices.Compact(keys)
+	return keys
 }
 
 // owner is the interface key a path starts with ("" for none).
-func owner(path string, keys []string) string {
-	for _, k := range keys {
-		if path == k || strings.HasPrefix(path, k+".") {
-			return k
-		}
-	}
-	return ""
-}
+func owner(path string, keys []string) string { return state.OwnerOf(path, keys) }
 
 // field is the field Check counts a change's path under: the interface key and its
 // top-level field, or the section's config.
