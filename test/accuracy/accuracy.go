@@ -49,7 +49,7 @@ func Check(changes []plan.Change, before, after state.State) error {
 		if name, isTheirs := ownersValue(c.New); isTheirs && c.Kind == plan.Set {
 			// "(bond0's)": the port ends with bond0's value of the field, which may have been
 			// its own (a bond takes its first port's MAC address when it has none yet).
-			field := strings.TrimPrefix(c.Path, owner(c.Path, keys))
+			field := strings.TrimPrefix(c.Path, state.OwnerOf(c.Path, keys))
 			mine, theirs := valueAtOr(after, c.Path, keys), valueAtOr(after, name+field, keys)
 			if mine == "" || mine != theirs {
 				problems = append(problems, fmt.Sprintf("predicted %q, but %s reads %q after, %s%s %q", c.String(), c.Path, mine, name, field, theirs))
@@ -75,7 +75,7 @@ func Check(changes []plan.Change, before, after state.State) error {
 			continue
 		}
 		if i := strings.Index(f, "."); i > 0 && f[:i] != "routes" && f[:i] != "route-rules" && f[:i] != "dns-resolver" {
-			k := owner(f, keys)
+			k := state.OwnerOf(f, keys)
 			if c, ok := predicted[k]; ok && (c.Kind == plan.Create || c.Kind == plan.Release) {
 				continue // a field of an interface the plan makes, or hands back to its profile
 			}
@@ -195,13 +195,10 @@ func interfaceKeys(states ...state.State) []string {
 	return keys
 }
 
-// owner is the interface key a path starts with ("" for none).
-func owner(path string, keys []string) string { return state.OwnerOf(path, keys) }
-
 // field is the field Check counts a change's path under: the interface key and its
 // top-level field, or the section's config.
 func field(path string, keys []string) string {
-	if k := owner(path, keys); k != "" {
+	if k := state.OwnerOf(path, keys); k != "" {
 		rest, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(path, k), "."), ".")
 		if rest == "" {
 			return k
@@ -248,7 +245,7 @@ func hasPort(s state.State, controller, port string) bool {
 
 // valueAt is the scalar at path (an interface key, then field names) in s, as text.
 func valueAt(s state.State, path string, keys []string) (string, bool) {
-	k := owner(path, keys)
+	k := state.OwnerOf(path, keys)
 	i := slices.IndexFunc(s.Interfaces, func(it state.Interface) bool { return it.Key() == k })
 	if k == "" || i < 0 {
 		return "", false
