@@ -22,8 +22,9 @@ build:
 # Every tier. Under CI=true a tier that cannot run fails instead of skipping.
 test: lint test-unit test-integration test-image test-node test-faults test-boot test-upgrade test-vm
 
+# deploy's PrometheusRule test runs promtool (hack/prometheus.sh builds it).
 test-unit:
-	$(GO) test -count=1 ./...
+	NMOVERLAY_PROMETHEUS="$$(hack/prometheus.sh)" $(GO) test -count=1 ./...
 
 deps:
 	hack/install-deps.sh
@@ -37,7 +38,7 @@ kube-assets:
 
 # Real kube-apiserver and etcd.
 test-integration: deps kube-assets
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -tags integration ./test/integration/... -ginkgo.label-filter='!faults'
+	NMOVERLAY_PROMETHEUS="$$(hack/prometheus.sh)" KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" KUBECTL="$(KUBE_ASSETS)/kubectl" $(GO) test -count=1 -tags integration ./test/integration/... -ginkgo.label-filter='!faults'
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -tags integration ./test/apiload/...
 
 # The container image (FROM scratch, the static binaries) with buildah; no Docker engine.

@@ -122,6 +122,10 @@ type kindInfo struct {
 	// refers to their resources, RBAC before the workloads that use it, an admission policy
 	// before its binding, and both before the workloads start writing.
 	stage int
+	// crd names the CustomResourceDefinition of another project that serves the kind, for
+	// kinds a cluster may lack (prometheus-operator's): they are applied only where it is
+	// installed. Empty for the kinds every cluster serves and nmoverlay's own.
+	crd string
 }
 
 // kinds are the kinds the manifests use. Objects rejects any other: its stage would be a
@@ -138,9 +142,20 @@ var kinds = map[schema.GroupKind]kindInfo{
 	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:                         {namespaced: true, stage: 3},
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        {stage: 4},
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: {stage: 5},
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:                               {namespaced: true, stage: 5},
 	{Group: "apps", Kind: "DaemonSet"}:                                                {namespaced: true, stage: 6},
 	{Group: "apps", Kind: "Deployment"}:                                               {namespaced: true, stage: 6},
-	{Group: "nmstate.io", Kind: "NMState"}:                                            {stage: 7},
+	{Group: "policy", Kind: "PodDisruptionBudget"}:                                    {namespaced: true, stage: 6},
+	{Kind: "Service"}: {namespaced: true, stage: 6},
+	{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}: {namespaced: true, stage: 7, crd: "servicemonitors.monitoring.coreos.com"},
+	{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}: {namespaced: true, stage: 7, crd: "prometheusrules.monitoring.coreos.com"},
+	{Group: "nmstate.io", Kind: "NMState"}:                   {stage: 8},
+}
+
+// CRDOf names the CustomResourceDefinition a kind of the manifests needs where clusters may
+// lack it (prometheus-operator's ServiceMonitor and PrometheusRule); "" for every other kind.
+func CRDOf(gk schema.GroupKind) string {
+	return kinds[gk].crd
 }
 
 // Objects returns every object the kustomization lists (the CRDs and the operator: what

@@ -27,6 +27,7 @@ func main() {
 		"namespace of the lease (POD_NAMESPACE; required out of cluster with --leader-elect)")
 	metricsAddr := flag.String("metrics-bind-address", serving.ControllerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	metricsSecure := flag.Bool("metrics-secure", true, serving.SecureFlagHelp)
+	metricsTLS := serving.TLSFlags(flag.CommandLine)
 	probeAddr := flag.String("health-probe-bind-address", serving.ControllerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
 	// A rollout costs the controller one write per node-policy pair (the grant): at
 	// client-go's default 20 per second, 200 nodes x 20 policies took 3 min 48 s for that
@@ -50,7 +51,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "controller: --reboot-gate %q: not %s or %s\n", gate.mode, nmstatev1.RebootGateTaint, nmstatev1.RebootGateNone)
 		os.Exit(2)
 	}
-	if err := run(cfg, *leaderElect, *leaseNamespace, serving.Metrics(*metricsAddr, *metricsSecure), *probeAddr, gate); err != nil {
+	metrics, err := serving.Metrics(*metricsAddr, *metricsSecure, metricsTLS)
+	if err == nil {
+		err = run(cfg, *leaderElect, *leaseNamespace, metrics, *probeAddr, gate)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}

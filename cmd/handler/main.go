@@ -54,6 +54,7 @@ type options struct {
 	disabledProbes                                                         []string
 	probeTimeout, activationTimeout, rebootGateTimeout, nmReadyGrace       time.Duration
 	reapplyDrift, metricsSecure                                            bool
+	metricsTLS                                                             *serving.TLS
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 		" backend reads the node's netplan configuration and writes /run/netplan there, and runs netplan chrooted into it when it is not /)")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.HandlerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
+	o.metricsTLS = serving.TLSFlags(flag.CommandLine)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.HandlerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
 	flag.DurationVar(&o.nmReadyGrace, "networkmanager-ready-grace", 10*time.Second,
 		"how long NetworkManager may not answer on D-Bus before the handler is not ready (a restart takes a second or two)")
@@ -223,8 +225,12 @@ func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, er
 	// One dialer for every client, so an apply can drop the connections it may have killed.
 	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	cfg.Dial = dialer.DialContext
+	metrics, err := serving.Metrics(o.metricsAddr, o.metricsSecure, o.metricsTLS)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(o.nodeName),
-		Metrics: serving.Metrics(o.metricsAddr, o.metricsSecure), HealthProbeBindAddress: o.probeAddr, PprofBindAddress: o.pprofAddr})
+		Metrics: metrics, HealthProbeBindAddress: o.probeAddr, PprofBindAddress: o.pprofAddr})
 	if err != nil {
 		return nil, nil, nil, err
 	}

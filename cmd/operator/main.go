@@ -26,6 +26,7 @@ type options struct {
 	leaderElect                                                      bool
 	namespace, image, metricsAddr, probeAddr, defaultMode, platforms string
 	metricsSecure                                                    bool
+	metricsTLS                                                       *serving.TLS
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 		"OpenShift platform types (Infrastructure status.platformStatus.type) where nmoverlay is on by default")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", serving.ControllerMetricsAddr, `address serving Prometheus metrics ("0" disables)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, serving.SecureFlagHelp)
+	o.metricsTLS = serving.TLSFlags(flag.CommandLine)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", serving.ControllerHealthAddr, `address serving /healthz and /readyz ("0" disables)`)
 	printVersion := serving.VersionFlag()
 	setupLogging := serving.Logging(flag.CommandLine)
@@ -74,6 +76,10 @@ func run(o options) error {
 		return fmt.Errorf("rendering the operand: %w", err)
 	}
 	ctrl.Log.Info("operand", "image", o.image, "namespace", o.namespace)
+	metrics, err := serving.Metrics(o.metricsAddr, o.metricsSecure, o.metricsTLS)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         operator.CacheOptions(o.namespace, base),
@@ -82,7 +88,7 @@ func run(o options) error {
 		LeaderElectionID:              "nmoverlay-operator.nmstate.io",
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       serving.Metrics(o.metricsAddr, o.metricsSecure),
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.probeAddr,
 	})
 	if err != nil {
@@ -91,11 +97,16 @@ func run(o options) error {
 	if err := serving.AddChecks(mgr, nil); err != nil {
 		return err
 	}
-	if err := (&operator.Operator{Client: mgr.GetClient(), Base: base, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	served, err := operator.Served(mgr.GetRESTMapper(), operator.InfrastructureGVK)
+	if err != nil {
 		return err
 	}
-	served, err := operator.InfrastructureServed(mgr.GetRESTMapper())
+	apiServerServed, err := operator.Served(mgr.GetRESTMapper(), operator.APIServerGVK)
 	if err != nil {
+		return err
+	}
+	if err := (&operator.Operator{Client: mgr.GetClient(), Base: base, APIReader: mgr.GetAPIReader(),
+		InfrastructureServed: served, APIServerServed: apiServerServed}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	d := &operator.Defaulter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.namespace,

@@ -43,22 +43,39 @@ const FieldOwner = "nmoverlay-operator"
 const osSelector = "kubernetes.io/os"
 
 // Desired returns the operand objects (base, as deploy.Operand renders them) as the
-// NMState nm wants them: the handler DaemonSet and the controller Deployment placed and
-// configured by its spec, every object labelled as the operator's and owned by nm. base is
-// not modified.
-func Desired(base []*unstructured.Unstructured, nm *nmstatev1.NMState) ([]*unstructured.Unstructured, error) {
+// NMState nm wants them in env: the handler DaemonSet and the controller Deployment placed
+// and configured by its spec, their metrics served as env says (monitoring.go), every object
+// labelled as the operator's and owned by nm. base is not modified.
+func Desired(base []*unstructured.Unstructured, nm *nmstatev1.NMState, env Environment) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	var handlers, controllers int
-	for _, b := range base {
+	for _, b := range append(slices.Clone(base), openShiftMonitoring(base, env)...) {
+		if !wanted(b, env) {
+			continue
+		}
 		o := b.DeepCopy()
 		var err error
 		switch o.GetKind() {
 		case "DaemonSet":
 			handlers++
-			err = convert(o, &appsv1.DaemonSet{}, func(ds *appsv1.DaemonSet) error { return placeHandler(&ds.Spec.Template.Spec, nm.Spec) })
+			err = convert(o, &appsv1.DaemonSet{}, func(ds *appsv1.DaemonSet) error {
+				if err := placeHandler(&ds.Spec.Template.Spec, nm.Spec); err != nil {
+					return err
+				}
+				return serveMetrics(&ds.Spec.Template.Spec, "handler", env)
+			})
 		case "Deployment":
 			controllers++
-			err = convert(o, &appsv1.Deployment{}, func(d *appsv1.Deployment) error { return placeController(&d.Spec.Template.Spec, nm.Spec) })
+			err = convert(o, &appsv1.Deployment{}, func(d *appsv1.Deployment) error {
+				if err := placeController(&d.Spec.Template.Spec, nm.Spec); err != nil {
+					return err
+				}
+				return serveMetrics(&d.Spec.Template.Spec, "controller", env)
+			})
+		case "ServiceMonitor":
+			if env.OpenShift {
+				err = scrapeWithServiceCA(o, base)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)

@@ -23,9 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
+	"github.com/nmoverlay/nmoverlay/deploy"
 )
 
 // Operator applies the operand for the NMState singleton and reports on it.
@@ -36,24 +38,31 @@ type Operator struct {
 	// Base is the operand as deploy.Operand renders it, in apply order.
 	Base []*unstructured.Unstructured
 	// APIReader reads Nodes uncached, to clear what a reboot gate left on them (the cache
-	// holds their metadata only); without it nothing is cleared.
+	// holds their metadata only), and lists the operand's objects of optional kinds (not
+	// cached: their CRDs may come and go); without it neither is done.
 	APIReader client.Reader
+	// InfrastructureServed and APIServerServed say whether OpenShift's Infrastructure and
+	// APIServer APIs are served (looked up once at start): the Environment reads them.
+	InfrastructureServed, APIServerServed bool
 
 	mu sync.Mutex
 	// applied notes, per object, what was last applied and the object the API server
 	// returned, so that a pass applies only what changed since, on either side: the CR's
 	// spec (a new desired hash) or the object itself (drift: a new fingerprint).
 	applied map[string]appliedNote
+	// prunedOnce notes the CRDs (by UID) whose kinds' objects prune listed and cleared.
+	prunedOnce map[types.UID]bool
 }
 
 type appliedNote struct{ desired, object [sha256.Size]byte }
 
 // CacheOptions limit the operator's cache to the objects it applies (by their managed-by
-// label; the namespaced ones in namespace) and the NMStates.
+// label; the namespaced ones in namespace; not those of optional kinds, whose CRDs may be
+// missing), the NMStates, and the metadata of CRDs.
 func CacheOptions(namespace string, base []*unstructured.Unstructured) cache.Options {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedBy})
 	by := map[client.Object]cache.ByObject{}
-	for gvk, namespaced := range kindsOf(base) {
+	for gvk, namespaced := range kindsOf(base, false) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		o := cache.ByObject{Label: sel}
@@ -65,14 +74,20 @@ func CacheOptions(namespace string, base []*unstructured.Unstructured) cache.Opt
 	// Nodes, for their reboot gates (rebootgate.go): metadata only, without the managed
 	// fields the kubelet's status writes fill.
 	by[nodeMeta()] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
+	// CRDs, for whether the optional kinds are served (environment.go).
+	by[crdMeta()] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	return cache.Options{ByObject: by}
 }
 
-// kindsOf are the kinds of the operand's objects, each with whether it is namespaced.
-func kindsOf(base []*unstructured.Unstructured) map[schema.GroupVersionKind]bool {
+// kindsOf are the kinds of the operand's objects that every cluster serves (optional
+// false) or those that need another project's CRD (true), each with whether it is
+// namespaced.
+func kindsOf(base []*unstructured.Unstructured, optional bool) map[schema.GroupVersionKind]bool {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for _, o := range base {
-		kinds[o.GroupVersionKind()] = o.GetNamespace() != ""
+		if (deploy.CRDOf(o.GroupVersionKind().GroupKind()) != "") == optional {
+			kinds[o.GroupVersionKind()] = o.GetNamespace() != ""
+		}
 	}
 	return kinds
 }
@@ -81,7 +96,7 @@ func kindsOf(base []*unstructured.Unstructured) map[schema.GroupVersionKind]bool
 // owns changes (drift is corrected; a rollout's progress is reported).
 func (r *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("nmstate").For(&nmstatev1.NMState{})
-	for gvk := range kindsOf(r.Base) {
+	for gvk := range kindsOf(r.Base, false) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		b = b.Owns(u)
@@ -92,6 +107,21 @@ func (r *Operator) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nmstatev1.NMStateName}}}
 	})
 	b = b.WatchesMetadata(nodeMeta(), singleton, builder.WithPredicates(gateChanged))
+	// The Environment: an optional kind's CRD installed or removed, the platform's topology
+	// or TLS profile changed. The objects of optional kinds are not watched: an edit to one
+	// is undone when the operator next applies it (a new NMState spec, Environment, or
+	// operator).
+	crds := crdNames(r.Base)
+	b = b.WatchesMetadata(crdMeta(), singleton, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return crds[o.GetName()]
+	})))
+	for gvk, served := range map[schema.GroupVersionKind]bool{InfrastructureGVK: r.InfrastructureServed, APIServerGVK: r.APIServerServed} {
+		if served {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			b = b.Watches(u, singleton)
+		}
+	}
 	return b.Complete(r)
 }
 
@@ -117,13 +147,17 @@ func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	var obs observed
 	var desired []*unstructured.Unstructured
-	desired, obs.applyErr = r.apply(ctx, nm)
+	env, err := r.environment(ctx)
+	if err != nil {
+		obs.applyErr = err // what is applied stays as it is
+	} else {
+		desired, obs.applyErr = r.apply(ctx, nm, env)
+	}
 	if obs.applyErr == nil {
 		// What an earlier release's operand had and this one's has not goes once this
 		// one's is in place.
-		obs.applyErr = r.prune(ctx, desired, nm.UID)
+		obs.applyErr = r.prune(ctx, desired, env, nm.UID)
 	}
-	var err error
 	if obs.handler, obs.controller, err = r.workloads(ctx); err != nil {
 		return reconcile.Result{}, errors.Join(obs.applyErr, err)
 	}
@@ -136,8 +170,8 @@ func (r *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 
 // apply server-side applies every object that differs from what was last applied, in
 // the operand's order; it stops at the first error, which names the object.
-func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) ([]*unstructured.Unstructured, error) {
-	desired, err := Desired(r.Base, nm)
+func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState, env Environment) ([]*unstructured.Unstructured, error) {
+	desired, err := Desired(r.Base, nm, env)
 	if err != nil {
 		return nil, err
 	}
@@ -148,20 +182,17 @@ func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) ([]*unstruc
 	}
 	for _, o := range desired {
 		key := keyOf(o)
-		want, err := digest(o.Object)
+		crd := deploy.CRDOf(o.GroupVersionKind().GroupKind())
+		want, err := digest([]any{o.Object, env.CRDs[crd]})
 		if err != nil {
 			return nil, err
 		}
-		cur := &unstructured.Unstructured{}
-		cur.SetGroupVersionKind(o.GroupVersionKind())
-		err = r.Client.Get(ctx, client.ObjectKeyFromObject(o), cur)
-		if client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-		if err == nil {
-			if fp, ferr := fingerprint(cur); ferr == nil && r.applied[key] == (appliedNote{want, fp}) {
-				continue
+		if crd != "" {
+			if r.applied[key].desired == want {
+				continue // not cached: what was applied is taken to be there
 			}
+		} else if r.unchanged(ctx, o, key, want) {
+			continue
 		}
 		if err := r.Client.Patch(ctx, o, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			delete(r.applied, key)
@@ -176,6 +207,18 @@ func (r *Operator) apply(ctx context.Context, nm *nmstatev1.NMState) ([]*unstruc
 			"resourceVersion", o.GetResourceVersion())
 	}
 	return desired, nil
+}
+
+// unchanged says whether the cached object o names is as this operator last applied it,
+// with the same desired digest want.
+func (r *Operator) unchanged(ctx context.Context, o *unstructured.Unstructured, key string, want [sha256.Size]byte) bool {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(o.GroupVersionKind())
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+		return false // absent, or unreadable: the apply says which
+	}
+	fp, err := fingerprint(cur)
+	return err == nil && r.applied[key] == (appliedNote{want, fp})
 }
 
 func keyOf(o *unstructured.Unstructured) string {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	nmstatev1 "github.com/nmoverlay/nmoverlay/api/v1"
@@ -118,7 +119,7 @@ func TestDesired(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nm := &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: "nmstate", UID: "u-1"}, Spec: tc.spec}
-			got, err := Desired(base, nm)
+			got, err := Desired(base, nm, withMonitoring(base))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)
@@ -163,8 +164,9 @@ func TestDesired(t *testing.T) {
 				ctrlAff = defController.Affinity // the manifest's: replicas on different nodes
 			}
 			check("controller affinity", c.Affinity, ctrlAff)
-			check("handler args", h.Containers[0].Args, append(slices.Clone(defHandler.Containers[0].Args), tc.handlerArgs...))
-			check("controller args", c.Containers[0].Args, append(slices.Clone(defController.Containers[0].Args), tc.controlArgs...))
+			tlsArgs := TLSProfiles[DefaultTLSProfile].Args()
+			check("handler args", h.Containers[0].Args, slices.Concat(defHandler.Containers[0].Args, tc.handlerArgs, tlsArgs))
+			check("controller args", c.Containers[0].Args, slices.Concat(defController.Containers[0].Args, tc.controlArgs, tlsArgs))
 			hc := h.Containers[0]
 			mounts := map[string]string{}
 			for _, m := range hc.VolumeMounts {
@@ -183,6 +185,16 @@ func TestDesired(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withMonitoring is a cluster, not OpenShift, with prometheus-operator's CRDs: every object
+// of base is applied.
+func withMonitoring(base []*unstructured.Unstructured) Environment {
+	env := Environment{CRDs: map[string]types.UID{}, TLS: TLSProfiles[DefaultTLSProfile]}
+	for name := range crdNames(base) {
+		env.CRDs[name] = types.UID("uid-" + name)
+	}
+	return env
 }
 
 // equal is semantic: an empty and a nil map or slice are the same.

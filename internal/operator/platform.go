@@ -167,9 +167,9 @@ func (d *Defaulter) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 	return reconcile.Result{}, nil
 }
 
-// InfrastructureServed says whether the API server serves OpenShift's Infrastructure.
-func InfrastructureServed(mapper meta.RESTMapper) (bool, error) {
-	_, err := mapper.RESTMapping(InfrastructureGVK.GroupKind(), InfrastructureGVK.Version)
+// Served says whether the API server serves gvk (OpenShift's Infrastructure, APIServer).
+func Served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
 		return false, nil
 	}

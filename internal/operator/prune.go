@@ -8,9 +8,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nmoverlay/nmoverlay/deploy"
 )
 
 // An upgrade whose operand no longer has an object an earlier release's had (a renamed
@@ -51,12 +54,35 @@ func pruneKey(o *unstructured.Unstructured) string {
 
 // prune deletes what Prunable says of the cached objects of the operand's kinds. Each
 // delete is conditioned on the object's UID, so a re-created one is never taken for it.
-func (r *Operator) prune(ctx context.Context, desired []*unstructured.Unstructured, owner types.UID) error {
+func (r *Operator) prune(ctx context.Context, desired []*unstructured.Unstructured, env Environment, owner types.UID) error {
 	var existing []*unstructured.Unstructured
-	for gvk := range kindsOf(r.Base) {
+	type listing struct {
+		reader client.Reader
+		opts   []client.ListOption
+	}
+	mine := client.MatchingLabels{ManagedByLabel: ManagedBy}
+	lists := map[schema.GroupVersionKind]listing{}
+	for gvk := range kindsOf(r.Base, false) {
+		lists[gvk] = listing{r.Client, []client.ListOption{mine}}
+	}
+	// The optional kinds where served: uncached, in the operand's namespace, once per
+	// operator and CRD (what an earlier release left is there when this one starts).
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prunedOnce == nil {
+		r.prunedOnce = map[types.UID]bool{}
+	}
+	var listedOnce []types.UID
+	for gvk := range kindsOf(r.Base, true) {
+		if uid := env.CRDs[deploy.CRDOf(gvk.GroupKind())]; uid != "" && !r.prunedOnce[uid] && r.APIReader != nil {
+			lists[gvk] = listing{r.APIReader, []client.ListOption{mine, client.InNamespace(operandNamespace(r.Base))}}
+			listedOnce = append(listedOnce, uid)
+		}
+	}
+	for gvk, li := range lists {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, l, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
+		if err := li.reader.List(ctx, l, li.opts...); err != nil {
 			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
 		for i := range l.Items {
@@ -71,5 +97,18 @@ func (r *Operator) prune(ctx context.Context, desired []*unstructured.Unstructur
 		ctrl.LoggerFrom(ctx).Info("pruned: the operand no longer has it", "kind", o.GetKind(), "namespace", o.GetNamespace(), "name", o.GetName(),
 			"version", o.GetLabels()[VersionLabel])
 	}
+	for _, uid := range listedOnce {
+		r.prunedOnce[uid] = true
+	}
 	return nil
+}
+
+// operandNamespace is the namespace of the operand's namespaced objects (the handler's).
+func operandNamespace(base []*unstructured.Unstructured) string {
+	for _, o := range base {
+		if o.GetKind() == "DaemonSet" {
+			return o.GetNamespace()
+		}
+	}
+	return ""
 }

@@ -61,7 +61,7 @@ func TestPrunable(t *testing.T) {
 
 // Every object the operator applies says which release applied it.
 func TestDesiredCarriesTheVersion(t *testing.T) {
-	objs, err := Desired(operand(t), &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: "nmstate", UID: "u-1"}})
+	objs, err := Desired(operand(t), &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: "nmstate", UID: "u-1"}}, withMonitoring(operand(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ package serving
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -40,15 +41,27 @@ var (
 // SecureFlagHelp explains --metrics-secure.
 const SecureFlagHelp = "serve metrics over HTTPS to bearer tokens allowed to get /metrics (false: plain HTTP to anyone, for a loopback-only address)"
 
-// Metrics is the metrics server's options: addr ("0" disables), secure as above. The
-// serving certificate is self-signed unless the process is given one.
-func Metrics(addr string, secure bool) metricsserver.Options {
+// Metrics is the metrics server's options: addr ("0" disables), secure as above, over t's
+// TLS (nil: the defaults of TLSFlags).
+func Metrics(addr string, secure bool, t *TLS) (metricsserver.Options, error) {
 	o := metricsserver.Options{BindAddress: addr}
-	if secure {
-		o.SecureServing = true
-		o.FilterProvider = Authorized
+	if !secure {
+		return o, nil
 	}
-	return o
+	if t == nil {
+		t = TLSFlags(flag.NewFlagSet("", flag.ContinueOnError))
+	}
+	cfg, err := t.config()
+	if err != nil {
+		return o, err
+	}
+	o.SecureServing = true
+	o.FilterProvider = Authorized
+	o.TLSOpts = append(o.TLSOpts, cfg)
+	if t.CertDir != "" {
+		o.CertDir, o.CertName, o.KeyName = t.CertDir, "tls.crt", "tls.key"
+	}
+	return o, nil
 }
 
 // AddChecks answers the kubelet's probes: /healthz as soon as the process serves it (a

@@ -64,7 +64,8 @@ var _ = Describe("the metrics filter", Ordered, func() {
 
 		hc, err := rest.HTTPClientFor(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		o := serving.Metrics("127.0.0.1:0", true)
+		o, err := serving.Metrics("127.0.0.1:0", true, nil)
+		Expect(err).NotTo(HaveOccurred())
 		srv, err := metricsserver.NewServer(o, cfg, hc)
 		Expect(err).NotTo(HaveOccurred())
 		sctx, stop := context.WithCancel(ctx)

@@ -17,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,6 +65,15 @@ func infrastructureCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
+// apiServerCRD has the shape of OpenShift's config.openshift.io APIServer as far as the
+// operator reads it: cluster-scoped, spec.tlsSecurityProfile.
+func apiServerCRD() *apiextensionsv1.CustomResourceDefinition {
+	crd := infrastructureCRD()
+	crd.Name = "apiservers.config.openshift.io"
+	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "apiservers", Singular: "apiserver", Kind: "APIServer", ListKind: "APIServerList"}
+	return crd
+}
+
 var _ = Describe("the operator", Ordered, func() {
 	ctx := context.Background()
 	var (
@@ -71,6 +81,8 @@ var _ = Describe("the operator", Ordered, func() {
 		dir        string
 		stop       func()
 		operand    []*unstructured.Unstructured
+		// prometheus-operator's, installed by a spec and removed after the last
+		monitoringCRDs []*apiextensionsv1.CustomResourceDefinition
 	)
 
 	// start runs cmd/operator as its own process with the operator's service account's
@@ -193,11 +205,20 @@ var _ = Describe("the operator", Ordered, func() {
 			// NMStates' objects go with them.
 			deleteAll(&nmstatev1.NMStateList{})
 			for _, o := range operand {
-				Expect(client.IgnoreNotFound(k8s.Delete(ctx, o.DeepCopy()))).To(Succeed())
+				if err := k8s.Delete(ctx, o.DeepCopy()); !meta.IsNoMatchError(err) { // prometheus-operator's, if never installed
+					Expect(client.IgnoreNotFound(err)).To(Succeed())
+				}
+			}
+			for _, o := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+				o.SetNamespace(operatorNS)
+				o.SetName(operator.PrometheusRBAC)
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
 			}
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 				Namespace: operatorNS, Name: operator.RecordConfigMap}}))).To(Succeed())
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, infrastructureCRD()))).To(Succeed())
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, apiServerCRD()))).To(Succeed())
+			Expect(envtest.UninstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: monitoringCRDs})).To(Succeed())
 		})
 	})
 
@@ -226,6 +247,9 @@ spec:
 		owner := nmstate(nmstatev1.NMStateName)()
 		Expect(owner.Spec.Backend).To(Equal("networkmanager"), "defaulted by the CRD")
 		for _, o := range operand {
+			if deploy.CRDOf(o.GroupVersionKind().GroupKind()) != "" {
+				continue // prometheus-operator's kinds: not served yet (the next spec)
+			}
 			Eventually(func() error { _, err := get(o); return err }, "20s").Should(Succeed(), "%s %s", o.GetKind(), o.GetName())
 			got, _ := get(o)
 			Expect(got.GetLabels()).To(HaveKeyWithValue(operator.ManagedByLabel, operator.ManagedBy), "%s %s", o.GetKind(), o.GetName())
@@ -240,6 +264,59 @@ spec:
 		Expect(ds.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--dns-probe-host=redhat.com"))
 		Eventually(condition(nmstatev1.NMStateName, nmstatev1.NMStateProgressing), "10s").Should(Equal("True Deploying"))
 		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateAvailable)()).To(Equal("False Deploying"))
+	})
+
+	It("applies the ServiceMonitors and the PrometheusRule once prometheus-operator's CRDs are installed, valid by their schemas", func() {
+		dir := os.Getenv("NMOVERLAY_PROMETHEUS")
+		if dir == "" {
+			if os.Getenv("CI") == "true" {
+				Fail("NMOVERLAY_PROMETHEUS is not set: make test-integration sets it (hack/prometheus.sh)")
+			}
+			Skip("NMOVERLAY_PROMETHEUS is not set")
+		}
+		var optional []*unstructured.Unstructured
+		for _, o := range operand {
+			if deploy.CRDOf(o.GroupVersionKind().GroupKind()) != "" {
+				optional = append(optional, o)
+			}
+		}
+		Expect(optional).To(HaveLen(3), "two ServiceMonitors and a PrometheusRule")
+		// No CRD, nothing applied, and the operator is not stuck on it.
+		Expect(condition(nmstatev1.NMStateName, nmstatev1.NMStateDegraded)()).NotTo(HavePrefix("True"))
+		// prometheus-operator's own CRDs, generated from its API types: the API server
+		// checks the objects against their real schemas. No change to the NMState: the
+		// operator sees the CRDs come.
+		var err error
+		monitoringCRDs, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "crds")}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(monitoringCRDs).To(HaveLen(2))
+		for _, o := range optional {
+			Eventually(func() error { _, err := get(o); return err }, "30s").Should(Succeed(), "%s %s", o.GetKind(), o.GetName())
+			got, _ := get(o)
+			Expect(got.GetOwnerReferences()).To(HaveLen(1))
+		}
+		sm, err := get(find("ServiceMonitor"))
+		Expect(err).NotTo(HaveOccurred())
+		tlsConfig, _, _ := unstructured.NestedFieldNoCopy(sm.Object, "spec", "endpoints")
+		Expect(tlsConfig).To(ConsistOf(HaveKeyWithValue("tlsConfig", map[string]any{"insecureSkipVerify": true})),
+			"not OpenShift: the daemons' certificates are self-signed")
+		// What a payload component has everywhere: pods on the management cores, the
+		// cluster's TLS profile (Intermediate without OpenShift's), the controller's
+		// disruption budget and network policy.
+		ds := handlerDS()
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(find("Deployment")), d)).To(Succeed())
+		for _, tmpl := range []corev1.PodTemplateSpec{ds.Spec.Template, d.Spec.Template} {
+			Expect(tmpl.Annotations).To(HaveKeyWithValue("target.workload.openshift.io/management", `{"effect": "PreferredDuringScheduling"}`))
+			Expect(tmpl.Spec.Containers[0].Args).To(ContainElements("--tls-min-version=VersionTLS12",
+				HavePrefix("--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,")))
+			Expect(tmpl.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--metrics-cert-dir")))
+		}
+		Expect(ds.Spec.Template.Spec.PriorityClassName).To(Equal("system-node-critical"))
+		for _, kind := range []string{"PodDisruptionBudget", "NetworkPolicy", "Service"} {
+			_, err := get(find(kind))
+			Expect(err).NotTo(HaveOccurred(), kind)
+		}
 	})
 
 	It("reports Available once the handler runs on every node it selects and the controller is available", func() {
@@ -491,6 +568,89 @@ spec:
 			// And without it, on the same cluster, it does: the flag made the difference.
 			restart()
 			Eventually(nmstate(nmstatev1.NMStateName), "10s").ShouldNot(BeNil())
+		})
+
+		It("serves metrics as OpenShift asks: its TLS profile, the service CA's certificates, scraped by the platform Prometheus; no disruption budget on a single node", func() {
+			Expect(monitoringCRDs).NotTo(BeEmpty(), "installed by an earlier spec")
+			_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{apiServerCRD()}})
+			Expect(err).NotTo(HaveOccurred())
+			apiServer := &unstructured.Unstructured{}
+			apiServer.SetGroupVersionKind(operator.APIServerGVK)
+			apiServer.SetName("cluster")
+			setProfile := func(profile map[string]any) {
+				GinkgoHelper()
+				Expect(unstructured.SetNestedMap(apiServer.Object, profile, "spec", "tlsSecurityProfile")).To(Succeed())
+				Expect(k8s.Patch(ctx, apiServer.DeepCopy(), client.Apply, client.FieldOwner("admin"), client.ForceOwnership)).To(Succeed())
+			}
+			setProfile(map[string]any{"type": "Modern", "modern": map[string]any{}})
+			restart() // the APIServer API is looked up at start
+			args := func(kind string) func() []string {
+				return func() []string {
+					o, err := get(find(kind))
+					if err != nil {
+						return nil
+					}
+					c, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+					a, _, _ := unstructured.NestedStringSlice(c[0].(map[string]any), "args")
+					return a
+				}
+			}
+			for _, kind := range []string{"DaemonSet", "Deployment"} {
+				Eventually(args(kind), "20s").Should(ContainElements("--tls-min-version=VersionTLS13", "--metrics-cert-dir=/etc/nmoverlay/metrics-tls"), kind)
+				Expect(args(kind)()).NotTo(ContainElement(HavePrefix("--tls-cipher-suites")), "%s: TLS 1.3 alone", kind)
+			}
+			for _, o := range operand {
+				if o.GetKind() != "ServiceMonitor" {
+					continue
+				}
+				Eventually(func() []any {
+					sm, _ := get(o)
+					eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+					return eps
+				}, "10s").Should(ConsistOf(HaveKeyWithValue("tlsConfig", map[string]any{
+					"caFile":     "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+					"serverName": o.GetName() + "-metrics." + operatorNS + ".svc", // the Service it selects
+				})), o.GetName())
+			}
+			binding := &rbacv1.RoleBinding{}
+			Eventually(func() error {
+				return k8s.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operator.PrometheusRBAC}, binding)
+			}, "10s").Should(Succeed())
+			Expect(binding.Subjects).To(ConsistOf(HaveField("Namespace", "openshift-monitoring")))
+			Expect(binding.Labels).To(HaveKeyWithValue(operator.ManagedByLabel, operator.ManagedBy))
+
+			// A Custom profile, changed while the operator runs: the daemons follow.
+			setProfile(map[string]any{"type": "Custom", "custom": map[string]any{"minTLSVersion": "VersionTLS12",
+				"ciphers": []any{"ECDHE-RSA-AES256-GCM-SHA384", "DHE-RSA-AES128-GCM-SHA256"}}})
+			Eventually(args("DaemonSet"), "10s").Should(ContainElements("--tls-min-version=VersionTLS12",
+				"--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"))
+			// One the daemons could not follow: refused, said, and nothing changed.
+			setProfile(map[string]any{"type": "Custom", "custom": map[string]any{"minTLSVersion": "VersionTLS12",
+				"ciphers": []any{"DHE-RSA-AES128-GCM-SHA256"}}})
+			Eventually(func() string {
+				nm := nmstate(nmstatev1.NMStateName)()
+				if c := meta.FindStatusCondition(nm.Status.Conditions, nmstatev1.NMStateDegraded); c != nil && c.Status == metav1.ConditionTrue {
+					return c.Message
+				}
+				return ""
+			}, "10s").Should(ContainSubstring("none of [\"DHE-RSA-AES128-GCM-SHA256\"] is a TLS 1.0-1.2 suite Go implements"))
+			Expect(args("DaemonSet")()).To(ContainElement("--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"))
+			setProfile(map[string]any{"type": "Intermediate", "intermediate": map[string]any{}})
+			Eventually(args("DaemonSet"), "10s").Should(ContainElement(HavePrefix("--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,")))
+
+			// A single-node control plane: the disruption budget goes; back with three.
+			pdb := find("PodDisruptionBudget")
+			Expect(get(pdb)).Error().NotTo(HaveOccurred())
+			setTopology := func(topology string) {
+				GinkgoHelper()
+				u := infra("BareMetal")
+				Expect(unstructured.SetNestedField(u.Object, topology, "status", "controlPlaneTopology")).To(Succeed())
+				Expect(k8s.Patch(ctx, u, client.Apply, client.FieldOwner("installer"), client.ForceOwnership)).To(Succeed())
+			}
+			setTopology("SingleReplica")
+			Eventually(func() error { _, err := get(pdb); return err }, "10s").Should(Satisfy(apierrors.IsNotFound))
+			setTopology("HighlyAvailable")
+			Eventually(func() error { _, err := get(pdb); return err }, "10s").Should(Succeed())
 		})
 	})
 })
