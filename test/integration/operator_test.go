@@ -81,7 +81,7 @@ var _ = Describe("the operator", Ordered, func() {
 		dir        string
 		stop       func()
 		operand    []*unstructured.Unstructured
-		// prometheus-operator's, installed by a spec and removed after the last
+		// prometheus-operator's, installed again by a spec (the suite installs them)
 		monitoringCRDs []*apiextensionsv1.CustomResourceDefinition
 	)
 
@@ -166,6 +166,16 @@ var _ = Describe("the operator", Ordered, func() {
 		var err error
 		operand, err = deploy.Operand(deploy.Options{Image: operandImage, Namespace: operatorNS})
 		Expect(err).NotTo(HaveOccurred())
+		// A cluster without prometheus-operator, to begin with: a spec installs its CRDs again.
+		for _, o := range operand {
+			crd := deploy.CRDOf(o.GroupVersionKind().GroupKind())
+			if crd == "" {
+				continue
+			}
+			m := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd}}
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, m))).To(Succeed())
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(m), m) }, "30s").Should(Satisfy(apierrors.IsNotFound))
+		}
 		// The operator's own objects, as kubectl apply -k deploy/ creates them (not its
 		// Deployment: the process below is that).
 		for _, o := range deployObjects() {
@@ -218,7 +228,6 @@ var _ = Describe("the operator", Ordered, func() {
 				Namespace: operatorNS, Name: operator.RecordConfigMap}}))).To(Succeed())
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, infrastructureCRD()))).To(Succeed())
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, apiServerCRD()))).To(Succeed())
-			Expect(envtest.UninstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: monitoringCRDs})).To(Succeed())
 		})
 	})
 

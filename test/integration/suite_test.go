@@ -42,6 +42,20 @@ var _ = BeforeSuite(func() {
 	env, cfg, k8s = a.Env, a.Config, a.Client
 	DeferCleanup(a.Stop)
 	DeferCleanup(kit.RemoveBinaries)
+	// prometheus-operator's CRDs, as on a cluster that has it (OpenShift's do): the operand's
+	// ServiceMonitors and PrometheusRule are checked against their real schemas. The
+	// operator's specs remove them first, to show what it does without them.
+	dir := os.Getenv("NMOVERLAY_PROMETHEUS")
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			Fail("NMOVERLAY_PROMETHEUS is not set: make test-integration sets it (hack/prometheus.sh)")
+		}
+		return
+	}
+	monitoringCRDPath := filepath.Join(dir, "crds")
+	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{monitoringCRDPath}})
+	Expect(err).NotTo(HaveOccurred())
+	env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, monitoringCRDPath)
 })
 
 var _ = Describe("the test API server", func() {
