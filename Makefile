@@ -62,7 +62,7 @@ test-node: deps kube-assets
 # controller's leader killed, a node deleted. Each asserts the contract (docs/faults.md).
 test-faults: deps kube-assets
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 15m -v -tags node ./test/node/... -ginkgo.label-filter=faults -ginkgo.v
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 10m -v -tags integration ./test/integration/... -ginkgo.label-filter=faults -ginkgo.v
+	NMOVERLAY_PROMETHEUS="$$(hack/prometheus.sh)" KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 10m -v -tags integration ./test/integration/... -ginkgo.label-filter=faults -ginkgo.v
 
 rootfs: deps
 	@hack/rootfs.sh >/dev/null
