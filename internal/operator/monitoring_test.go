@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func TestDesiredByEnvironment(t *testing.T) {
 					for _, e := range eps {
 						var kv []string
 						for k, v := range e.(map[string]any)["tlsConfig"].(map[string]any) {
-							kv = append(kv, k+"="+toString(v))
+							kv = append(kv, k+"="+fmt.Sprint(v))
 						}
 						slices.Sort(kv)
 						want := strings.ReplaceAll(tc.scrapeTLS, "%s", strings.TrimPrefix(o.GetName(), "nmoverlay-"))
@@ -118,17 +119,4 @@ func TestDesiredByEnvironment(t *testing.T) {
 			}
 		})
 	}
-}
-
-func toString(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case bool:
-		if v {
-			return "true"
-		}
-		return "false"
-	}
-	return "?"
 }

@@ -1,12 +1,13 @@
 package operator
 
 import (
-	"crypto/tls"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nmoverlay/nmoverlay/internal/serving"
 )
 
 // APIServerGVK is OpenShift's cluster-wide API server configuration; the one object is
@@ -120,19 +121,9 @@ func (p TLSProfile) suites() []string {
 	for _, c := range p.Ciphers {
 		if n, ok := ianaCiphers[c]; ok {
 			names = append(names, n)
-		} else if goCipher(c) { // a Custom profile may name them the IANA way
+		} else if _, ok := serving.CipherSuite(c); ok { // a Custom profile may name them the IANA way
 			names = append(names, c)
 		}
 	}
 	return names
-}
-
-// goCipher says whether name is a TLS 1.0-1.2 suite Go implements by its IANA name.
-func goCipher(name string) bool {
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		if s.Name == name && !(len(s.SupportedVersions) == 1 && s.SupportedVersions[0] == tls.VersionTLS13) {
-			return true
-		}
-	}
-	return false
 }

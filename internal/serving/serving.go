@@ -10,7 +10,6 @@ package serving
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -49,7 +48,7 @@ func Metrics(addr string, secure bool, t *TLS) (metricsserver.Options, error) {
 		return o, nil
 	}
 	if t == nil {
-		t = TLSFlags(flag.NewFlagSet("", flag.ContinueOnError))
+		t = defaultTLS()
 	}
 	cfg, err := t.config()
 	if err != nil {

@@ -38,10 +38,26 @@ var tlsVersions = map[string]uint16{
 	"VersionTLS12": tls.VersionTLS12, "VersionTLS13": tls.VersionTLS13,
 }
 
+// CipherSuite is the ID of the TLS 1.0-1.2 cipher suite Go implements by the IANA name
+// name; false for any other name, TLS 1.3's included (Go does not let them be chosen).
+func CipherSuite(name string) (uint16, bool) {
+	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if s.Name == name && !slices.Equal(s.SupportedVersions, []uint16{tls.VersionTLS13}) {
+			return s.ID, true
+		}
+	}
+	return 0, false
+}
+
+// defaultTLS is the Intermediate profile over a self-signed certificate.
+func defaultTLS() *TLS {
+	return &TLS{MinVersion: "VersionTLS12", CipherSuites: IntermediateCipherSuites}
+}
+
 // TLSFlags adds --tls-min-version, --tls-cipher-suites and --metrics-cert-dir to fs; their
-// defaults are the Intermediate profile and a self-signed certificate.
+// defaults are defaultTLS's.
 func TLSFlags(fs *flag.FlagSet) *TLS {
-	t := &TLS{MinVersion: "VersionTLS12", CipherSuites: IntermediateCipherSuites}
+	t := defaultTLS()
 	fs.StringVar(&t.MinVersion, "tls-min-version", t.MinVersion, "lowest TLS version the metrics endpoint accepts: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.Func("tls-cipher-suites", "comma-separated TLS 1.0-1.2 cipher suites the metrics endpoint accepts, by IANA name (default: Mozilla's Intermediate)", func(s string) error {
 		t.CipherSuites = strings.Split(s, ",")
@@ -59,15 +75,9 @@ func (t *TLS) config() (func(*tls.Config), error) {
 	if !ok {
 		return nil, fmt.Errorf("--tls-min-version: %q is not one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13", t.MinVersion)
 	}
-	known := map[string]uint16{}
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		if !slices.Equal(s.SupportedVersions, []uint16{tls.VersionTLS13}) {
-			known[s.Name] = s.ID
-		}
-	}
 	var ids []uint16
 	for _, name := range t.CipherSuites {
-		id, ok := known[strings.TrimSpace(name)]
+		id, ok := CipherSuite(strings.TrimSpace(name))
 		if !ok {
 			return nil, fmt.Errorf("--tls-cipher-suites: %q is not a TLS 1.0-1.2 cipher suite Go implements", name)
 		}

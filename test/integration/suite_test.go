@@ -29,6 +29,9 @@ var (
 	env *envtest.Environment
 	cfg *rest.Config
 	k8s client.Client
+	// monitoringCRDPath holds prometheus-operator's CRDs (hack/prometheus.sh); "" when not
+	// given, outside CI.
+	monitoringCRDPath string
 )
 
 func TestIntegration(t *testing.T) {
@@ -52,7 +55,7 @@ var _ = BeforeSuite(func() {
 		}
 		return
 	}
-	monitoringCRDPath := filepath.Join(dir, "crds")
+	monitoringCRDPath = filepath.Join(dir, "crds")
 	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{monitoringCRDPath}})
 	Expect(err).NotTo(HaveOccurred())
 	env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, monitoringCRDPath)
