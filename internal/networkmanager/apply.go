@@ -299,7 +299,10 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		}
 	}
 	fail := func(err error) (*Transaction, error) { return nil, tx.failed(ctx, err) }
-	if err := c.carryOut(ctx, h, pl, desired, opts); err != nil {
+	stopKeeping := c.keepCheckpoint(ctx, cp, opts.RollbackTimeout)
+	err = c.carryOut(ctx, h, pl, desired, opts)
+	stopKeeping()
+	if err != nil {
 		return fail(err)
 	}
 	diffs, err := c.settled(ctx, desired)
@@ -648,7 +651,7 @@ func activeWith(dev device, hasDev bool, path dbus.ObjectPath) bool {
 // their activation objects.
 func (c *Client) waitActivated(ctx context.Context, targets []activation, deadline time.Time, timeout time.Duration) error {
 	pending := targets
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return pollPaced(ctx, func() int { return len(pending) }, func(ctx context.Context) (bool, error) {
 		var still []activation
 		for _, t := range pending {
 			done, failed := c.activated(ctx, t)
@@ -687,6 +690,27 @@ func (c *Client) waitActivated(ctx context.Context, targets []activation, deadli
 	})
 }
 
+// Waiting polls at waitPoll, or at perWaited for each activation still awaited when that is
+// longer: every question is work for NetworkManager's one main loop, taken from the
+// activations themselves, so waiting for 500 interfaces asks about a thousand a second,
+// not ten thousand.
+const waitPoll, perWaited = 50 * time.Millisecond, time.Millisecond
+
+// pollPaced calls done until it says so or fails, at the pace above for pending()
+// activations awaited.
+func pollPaced(ctx context.Context, pending func() int, done func(context.Context) (bool, error)) error {
+	for {
+		if ok, err := done(ctx); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(max(waitPoll, time.Duration(pending())*perWaited)):
+		}
+	}
+}
+
 // activated: whether t's interface runs t's profile; failed says why it never will.
 func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 	if t.ovs || t.vpn {
@@ -713,6 +737,11 @@ func (c *Client) activated(ctx context.Context, t activation) (bool, string) {
 			c.prop(devs[0], nmdbus.DeviceIface, "State", &devState) == nil {
 			return devState >= deviceStateIPConfig && devState <= deviceStateActivated, ""
 		}
+		return false, ""
+	}
+	// Our activation still starting is one read, however many interfaces are waited for.
+	var own uint32
+	if c.prop(t.active, nmdbus.ActiveIface, "State", &own) == nil && own == activeStateActivating {
 		return false, ""
 	}
 	running, devState := c.deviceRuns(ctx, t.name)

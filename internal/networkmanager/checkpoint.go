@@ -197,6 +197,39 @@ func (c *Client) createCheckpoint(ctx context.Context, rec record, timeout time.
 	return id, nil
 }
 
+// keepCheckpoint holds the checkpoint's rollback off while an apply is under way, by
+// setting its timeout again every third of it: saving hundreds of profiles can take longer
+// than the timeout, and NetworkManager would roll back the first ones while the last are
+// saved. If this process dies, nothing sets it again and NetworkManager rolls back as
+// before. The function it returns stops that and sets the timeout once more, so that what
+// follows (verification, probes) has all of it.
+func (c *Client) keepCheckpoint(ctx context.Context, id checkpointID, timeout time.Duration) (stop func()) {
+	adjust := func() {
+		_ = c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointAdjustRollbackTimeout", id.Path, uint32(timeout/time.Second)).Err
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(timeout / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				adjust()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		adjust()
+	}
+}
+
 // held says whether id is still held by the NetworkManager that made it; why says what
 // happened to it otherwise. A path alone proves nothing: a restarted NetworkManager hands
 // out the same paths again.

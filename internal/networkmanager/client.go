@@ -25,6 +25,7 @@ const (
 
 	checkpointDeleteNewConnections        = 0x2
 	checkpointDisconnectNewDevices        = 0x4
+	activeStateActivating          uint32 = 1
 	activeStateActivated           uint32 = 2
 	activeStateDeactivated         uint32 = 4
 	deviceStateIPConfig            uint32 = 70

@@ -254,14 +254,21 @@ func BenchmarkApplyReference(b *testing.B) {
 
 // BenchmarkShow200: reading the current state of a host with 200 interfaces, against
 // `nmcli device show` of the same host (NetworkManager's own client, the peer).
-func BenchmarkShow200(b *testing.B) {
-	n, nm := benchNode(b, "benchshow", 100) // 100 veth pairs: 200 interfaces
+func BenchmarkShow200(b *testing.B) { benchShow(b, "benchshow", 100) }
+
+// BenchmarkShow2000: the same on 2,000 interfaces, what the handler's re-read of a big node
+// costs.
+func BenchmarkShow2000(b *testing.B) { benchShow(b, "benchshow2k", 1000) }
+
+// benchShow reads the state of a host with pairs veth pairs.
+func benchShow(b *testing.B, name string, pairs int) {
+	n, nm := benchNode(b, name, pairs)
 	ctx := context.Background()
 	s, err := nm.Show(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(s.Interfaces) < 200 {
+	if len(s.Interfaces) < 2*pairs {
 		b.Fatalf("only %d interfaces", len(s.Interfaces))
 	}
 	b.ReportAllocs()

@@ -77,6 +77,10 @@ func startNode200(b *testing.B, nodeName string) *node200 {
 	return nd
 }
 
+// at200 is the handler's memory at rest on 200 interfaces, once BenchmarkHandlerRSS200 ran:
+// BenchmarkScale compares its own against it.
+var at200 *handlerMemory
+
 // BenchmarkHandlerRSS200: the handler process's memory in steady state on a node with 200
 // interfaces, after applying a policy and reporting the node's state, next to the node's
 // NetworkManager measured in the same run. Run with -benchtime 1x.
@@ -107,6 +111,7 @@ func BenchmarkHandlerRSS200(b *testing.B) {
 	fmt.Printf("  Go's own: heap in use %.1f MiB, idle %.1f MiB (of it returned to the kernel %.1f MiB), stacks %.1f MiB, runtime %.1f MiB\n",
 		mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_idle_bytes"), mib("go_memstats_heap_released_bytes"),
 		mib("go_memstats_stack_inuse_bytes"), mib("go_memstats_sys_bytes")-mib("go_memstats_heap_sys_bytes")-mib("go_memstats_stack_sys_bytes"))
+	at200 = &handlerMemory{rss: rss, anon: median(anon), heap: mib("go_memstats_heap_inuse_bytes")}
 	fmt.Printf("  same node's NetworkManager: RSS %.1f MiB (handler/NetworkManager %.2fx)\n", nmRSS, rss/nmRSS)
 	fmt.Printf("  binary %.1f MiB\n", fileMiB(b, n.bin))
 	for _, floor := range []struct{ cmd, links string }{

@@ -278,6 +278,11 @@ func (o *overlayNode) handlerMetric(sample string) (float64, error) {
 // handlerGet is an HTTP GET of path from the node's handler process at addr, inside the
 // node (where the kubelet's probes and a scrape come from): the status and the body.
 func (o *overlayNode) handlerGet(addr, path string) (int, string, error) {
+	return o.handlerGetWithin(addr, path, 5*time.Second)
+}
+
+// handlerGetWithin is handlerGet for a response that takes up to timeout (a profile).
+func (o *overlayNode) handlerGetWithin(addr, path string, timeout time.Duration) (int, string, error) {
 	var conn net.Conn
 	err := fabric.InNetNS(o.NetNSPath(), func() error {
 		var err error
@@ -288,7 +293,7 @@ func (o *overlayNode) handlerGet(addr, path string) (int, string, error) {
 		return 0, "", err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
 		return 0, "", err
 	}

@@ -40,7 +40,7 @@ func BenchmarkScale(b *testing.B) {
 	ctx := context.Background()
 	const nodeName = "scale"
 	c := newBenchCluster(b, nodeName)
-	k8s, dir, handlerBin, kubeconfig := c.k8s, c.dir, c.handler, c.kubeconfig
+	k8s, handlerBin, kubeconfig := c.k8s, c.handler, c.kubeconfig
 	bootStart := time.Now()
 	n := c.node(b, nodeName, func(n *nmhost.Node) error {
 		var batch strings.Builder
@@ -62,8 +62,9 @@ func BenchmarkScale(b *testing.B) {
 	if err := k8s.Create(ctx, uplink); err != nil {
 		b.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "handler.log")
-	proc, err := n.startHandlerProcess(handlerBin, kubeconfig, nodeName, logPath)
+	logPath := filepath.Join(benchOutDir(b), "scale-handler.log")
+	_ = os.Remove(logPath)
+	proc, err := n.startHandlerProcess(handlerBin, kubeconfig, nodeName, logPath, "--pprof-bind-address", handlerPprofAddr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,16 +99,19 @@ func BenchmarkScale(b *testing.B) {
 	desired, _ := json.Marshal(map[string]any{"interfaces": ifaces})
 	big := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale-500"}}
 	big.Spec.DesiredState = shared.State{Raw: desired}
+	pid := proc.Process.Pid
+	restBefore := n.handlerMemoryAtRest(pid)
+	profiled := n.profileHandler(b, "scale-500", profileSeconds)
+	peakOf := n.handlerMemoryPeak(pid)
 	start := time.Now()
 	if err := k8s.Create(ctx, big); err != nil {
 		b.Fatal(err)
 	}
 	waitUntil(b, 10*time.Minute, available("scale-500"), diag)
 	applyTime := time.Since(start)
-	pid := proc.Process.Pid
-	rss, hwm := kit.ProcStatusKiB(pid, "VmRSS")/1024, kit.ProcStatusKiB(pid, "VmHWM")/1024
-	fmt.Printf("policy with %d interfaces, one transaction: Available %.1fs after it was created; handler RSS %.1f MiB, peak %.1f MiB; NetworkManager RSS %.1f MiB\n",
-		policyIfaces, applyTime.Seconds(), rss, hwm, kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024)
+	peak, nmPeak := peakOf()
+	defer profiled()
+	fmt.Printf("policy with %d interfaces, one transaction: Available %.1fs after it was created\n", policyIfaces, applyTime.Seconds())
 
 	// The NodeNetworkState, once it shows the addresses.
 	var nns v1beta1.NodeNetworkState
@@ -117,6 +121,23 @@ func BenchmarkScale(b *testing.B) {
 		}
 		return strings.Contains(string(nns.Status.CurrentState.Raw), fmt.Sprintf(`"10.%d.%d.1"`, (policyIfaces-1)/250, (policyIfaces-1)%250)), nil
 	}, diag)
+	time.Sleep(15 * time.Second) // at rest: nothing left to do
+	rest, nmRest := n.handlerMemoryAtRest(pid), kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
+	n.saveHandlerProfile(b, "/debug/pprof/heap?gc=1", "scale-rest.heap.pprof", time.Minute)
+	fmt.Printf("  handler memory, %d interfaces: at rest before the policy: %s\n", 2*pairs+2, restBefore)
+	fmt.Printf("    at rest after it: %s; NetworkManager RSS %.1f MiB (handler/NetworkManager %.2fx)\n", rest, nmRest, rest.rss/nmRest)
+	fmt.Printf("    peak during the apply: %s; NetworkManager's peak RSS %.1f MiB (handler/NetworkManager %.2fx)\n", peak, nmPeak, peak.rss/nmPeak)
+	if at200 != nil {
+		fmt.Printf("    against 200 interfaces (BenchmarkHandlerRSS200, same run): anonymous at rest %.2fx, RSS at rest %.2fx\n", rest.anon/at200.anon, rest.rss/at200.rss)
+	}
+	fresh := nnsFreshness(b, n, pid, func() string {
+		var now v1beta1.NodeNetworkState
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &now); err != nil {
+			return ""
+		}
+		return string(now.Status.CurrentState.Raw)
+	}, fmt.Sprintf("s%d", 2*policyIfaces-1))
+	fmt.Printf("  NodeNetworkState freshness on %d interfaces: %s\n", 2*pairs+2, fresh)
 	whole, _ := json.Marshal(nns)
 	summarized := nns.Status.Summarized
 	if summarized == "" {
@@ -125,12 +146,29 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("NodeNetworkState of %d interfaces: %d bytes (currentState %d), %.2fx etcd's request limit; left out: %s\n",
 		strings.Count(string(nns.Status.CurrentState.Raw), `"name":"`), len(whole), len(nns.Status.CurrentState.Raw), float64(len(whole))/etcdRequestLimit, summarized)
 
+	// NetworkManager's own floor, on the other 500 interfaces, which are as the first 500
+	// were before the policy: the same profiles, all asked for at once, nothing else.
+	profiled()
+	_ = proc.Process.Kill() // the handler would take its interfaces back
+	_ = proc.Wait()
+	var floorNames []string
+	for i := range policyIfaces {
+		floorNames = append(floorNames, fmt.Sprintf("s%d", policyIfaces+i))
+	}
+	floor, err := nmFloor(ctx, n.BusAddress(), floorNames, func(i int) string {
+		j := policyIfaces + i
+		return fmt.Sprintf("10.%d.%d.1", j/250, j%250)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("  NetworkManager's floor: the same %d profiles added and activated at once over D-Bus, %.1fs (handler/floor %.2fx)\n",
+		policyIfaces, floor.Seconds(), applyTime.Seconds()/floor.Seconds())
+
 	// The naive way, on the same node: a transaction per interface (the engine's own Apply
 	// and Commit, no probes, no API), as a per-interface policy would be applied. Each reads
 	// all 2,000 devices back, so it runs on a sample and is scaled to 500.
-	const sample = 25
-	_ = proc.Process.Kill() // the handler would take its interfaces back
-	_ = proc.Wait()
+	const sample = 10
 	nm, err := n.ConnectNM(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -155,6 +193,9 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("  naive: a transaction per interface, %d of them timed, %.1fs for %d (handler/naive %.2fx; the handler's time includes its probes and API round trips)\n",
 		sample, naive.Seconds(), policyIfaces, applyTime.Seconds()/naive.Seconds())
 	b.ReportMetric(applyTime.Seconds(), "s-apply500")
-	b.ReportMetric(rss, "MiB-rss")
+	b.ReportMetric(floor.Seconds(), "s-floor500")
+	b.ReportMetric(rest.rss, "MiB-rss")
+	b.ReportMetric(rest.anon, "MiB-anon")
 	b.ReportMetric(float64(len(whole)), "B-nns")
+	b.ReportMetric(fresh.worst.Seconds(), "s-fresh-worst")
 }
