@@ -163,6 +163,7 @@ func run(o options) error {
 	wake := make(chan event.GenericEvent, 1)
 	netChanged := make(chan struct{}, 1)
 	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, h.Backend.Show, o.reapplyDrift
+	h.Transactions = &node.Transactions{}
 	if o.migrationPlan != "" {
 		planner, ok := engine.(backend.PersistentPlanner)
 		if !ok {
@@ -203,8 +204,9 @@ func run(o options) error {
 			return caps.Names(), err
 		},
 		EngineVersion: version.Engine(h.Backend.Name()), Cache: mgr.GetCache(),
-		Overlay: func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout, o.migrationPlan) },
-		Drift:   h.Drifted,
+		Overlay:      func() (*v1beta1.OverlayStatus, error) { return overlayStatus(layout, o.migrationPlan) },
+		Drift:        h.Drifted,
+		Transactions: h.Transactions,
 	}); err != nil {
 		return err
 	}

@@ -62,8 +62,19 @@ type objects map[dbus.ObjectPath]map[string]map[string]dbus.Variant
 // managedObjects reads all of NetworkManager's objects in one call (its ObjectManager):
 // per-device property reads would cost a round trip each.
 func (c *Client) managedObjects(ctx context.Context) (objects, error) {
+	call := c.call(ctx, "/org/freedesktop", "org.freedesktop.DBus.ObjectManager.GetManagedObjects")
+	if call.Err != nil {
+		return nil, fmt.Errorf("GetManagedObjects: %w", call.Err)
+	}
+	// godbus decodes the reply into this very type: taken as it is, not copied by Store,
+	// which costs as much again on a node with thousands of devices.
+	if len(call.Body) == 1 {
+		if objs, ok := call.Body[0].(map[dbus.ObjectPath]map[string]map[string]dbus.Variant); ok {
+			return objs, nil
+		}
+	}
 	var objs objects
-	if err := c.call(ctx, "/org/freedesktop", "org.freedesktop.DBus.ObjectManager.GetManagedObjects").Store(&objs); err != nil {
+	if err := call.Store(&objs); err != nil {
 		return nil, fmt.Errorf("GetManagedObjects: %w", err)
 	}
 	return objs, nil

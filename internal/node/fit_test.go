@@ -83,8 +83,33 @@ func TestFitState(t *testing.T) {
 						t.Fatalf("left out %s (rank %d) but kept one of rank %d", it.Name, usefulness(it), worst)
 					}
 				}
-				t.Logf("%s; kept %d interfaces in %d bytes", summary, len(got.Interfaces), len(raw))
+				// The summary names each interface left out, and none kept.
+				for _, it := range tc.s.Interfaces {
+					if named := strings.Contains(summary, " "+it.Name+",") || strings.HasSuffix(summary, " "+it.Name); named == kept[it.Name] {
+						t.Fatalf("%s: kept %v, named in the summary %v", it.Name, kept[it.Name], named)
+					}
+				}
+				t.Logf("%.300s...; kept %d interfaces in %d bytes", summary, len(got.Interfaces), len(raw))
 			}
 		})
+	}
+}
+
+func TestNameListBounded(t *testing.T) {
+	var ifaces []state.Interface
+	for i := range 5 {
+		ifaces = append(ifaces, state.Interface{Name: fmt.Sprintf("eth%d", 4-i)})
+	}
+	for _, tc := range []struct {
+		max  int
+		want string
+	}{
+		{100, "eth0, eth1, eth2, eth3, eth4"},
+		{12, "eth0, eth1 and 3 more"},
+		{0, " and 5 more"},
+	} {
+		if got := nameList(ifaces, tc.max); got != tc.want {
+			t.Errorf("names in %d bytes: %q, want %q", tc.max, got, tc.want)
+		}
 	}
 }

@@ -71,6 +71,8 @@ type Handler struct {
 	// DriftChanged, when set, is called when the drift reported changes (for the
 	// NodeNetworkState reporter).
 	DriftChanged func()
+	// Transactions, when set, is told of each transaction (the reporter reads between them).
+	Transactions *Transactions
 	// Migration, when set, keeps the node's plan for its move from kubernetes-nmstate
 	// while it is not on the overlay.
 	Migration *Migration

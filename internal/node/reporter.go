@@ -28,6 +28,11 @@ import (
 // (Reporter.MinInterval, Reporter.MaxInterval).
 const DefaultMinInterval, DefaultMaxInterval = 5 * time.Second, 20 * time.Second
 
+// DefaultQuiet is the reporter's Quiet unless set: NetworkManager reports an out-of-band
+// change within milliseconds, and every millisecond waited is one the NodeNetworkState is
+// stale by (its freshness on 2,000 interfaces is to stay under 2 s).
+const DefaultQuiet = 300 * time.Millisecond
+
 // Reporter keeps the node's NodeNetworkState current: it reads the state when the backend
 // signals a change (and at start), and writes only when what it read differs from what
 // the object says, so an idle node costs the API server nothing.
@@ -69,9 +74,12 @@ type Reporter struct {
 	// node at rest that long after its spacing ended starts again at MinInterval. Default
 	// 20 seconds; MinInterval when it is smaller.
 	MaxInterval time.Duration
-	// Quiet: a change is read once no other came for this long, so an apply (a signal per
-	// device as it activates) or a node's rollout slots granted in a row is one write of
-	// where it ended, not of a step on the way. Default 1 second.
+	// Transactions, when set, are the handler's: a change is read once none runs.
+	Transactions *Transactions
+	// Quiet: a change is read once no other came for this long, so that a burst of them
+	// (a cable pulled, a command changing several things) is one write of where it ended,
+	// not of a step on the way; the handler's own applies are held by Transactions. Default
+	// DefaultQuiet.
 	Quiet time.Duration
 }
 
@@ -90,7 +98,7 @@ func (r *Reporter) Start(ctx context.Context) error {
 	}
 	maxInterval = max(maxInterval, minInterval)
 	if quiet <= 0 {
-		quiet = time.Second
+		quiet = DefaultQuiet
 	}
 	logger := log.FromContext(ctx).WithName("nns-reporter")
 	deleted := make(chan struct{}, 1)
@@ -111,6 +119,13 @@ func (r *Reporter) Start(ctx context.Context) error {
 	var lastWrite time.Time
 	spacing := minInterval
 	for {
+		// A transaction's changes are read once it committed or rolled back and its last
+		// ones settled; so are changes that came while it ran.
+		for r.Transactions != nil && r.Transactions.wait(ctx) {
+			if !r.settle(ctx, quiet, minInterval) {
+				return nil
+			}
+		}
 		wrote, err := r.report(ctx)
 		if err != nil {
 			logger.Error(err, "reporting NodeNetworkState")

@@ -17,6 +17,9 @@ import (
 // restarted and lost the checkpoint) or cannot commit, the last committed state is
 // applied again at once, so the node never stays on a change nobody committed.
 func (h *Handler) apply(ctx context.Context, v *nodeView, policies []string, desired backend.Desired) (err error) {
+	if h.Transactions != nil {
+		defer h.Transactions.Begin()()
+	}
 	start := time.Now()
 	result := "failed"
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName, "boot", v.boot, "policies", policies)

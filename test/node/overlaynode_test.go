@@ -186,6 +186,8 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 		BootID:   o.bootID,
 		Degraded: o.degraded,
 		Probes:   o.probes(nm, cfg, mgr.GetAPIReader(), nodeName),
+		// As cmd/handler: the reporter reads between transactions.
+		Transactions: &node.Transactions{},
 	}
 	if o.migration != nil {
 		o.migration.Planner = engine
@@ -202,7 +204,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 			return nil, err
 		}
 		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second, MaxInterval: time.Second,
-			Show: engine.Show, NMVersion: nm.Version, NMCapabilities: func() ([]string, error) {
+			Transactions: h.Transactions, Show: engine.Show, NMVersion: nm.Version, NMCapabilities: func() ([]string, error) {
 				caps, err := nm.Capabilities()
 				return caps.Names(), err
 			}}); err != nil {

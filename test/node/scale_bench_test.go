@@ -79,7 +79,8 @@ func BenchmarkScale(b *testing.B) {
 			if node.IsTrue(e, shared.EnactmentFailing, "") {
 				b.Fatalf("%s failed: %v", policy, e.Status.Conditions)
 			}
-			return node.IsTrue(e, shared.EnactmentAvailable, ""), nil
+			boot, _ := n.bootID()
+			return node.IsTrue(e, shared.EnactmentAvailable, "") && e.Status.BootID == boot, nil
 		}
 	}
 	waitUntil(b, 3*time.Minute, available("scale-uplink"), diag)
@@ -100,7 +101,6 @@ func BenchmarkScale(b *testing.B) {
 	big := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale-500"}}
 	big.Spec.DesiredState = shared.State{Raw: desired}
 	pid := proc.Process.Pid
-	restBefore := n.handlerMemoryAtRest(pid)
 	profiled := n.profileHandler(b, "scale-500", profileSeconds)
 	peakOf := n.handlerMemoryPeak(pid)
 	start := time.Now()
@@ -124,19 +124,12 @@ func BenchmarkScale(b *testing.B) {
 	time.Sleep(15 * time.Second) // at rest: nothing left to do
 	rest, nmRest := n.handlerMemoryAtRest(pid), kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
 	n.saveHandlerProfile(b, "/debug/pprof/heap?gc=1", "scale-rest.heap.pprof", time.Minute)
-	fmt.Printf("  handler memory, %d interfaces: at rest before the policy: %s\n", 2*pairs+2, restBefore)
-	fmt.Printf("    at rest after it: %s; NetworkManager RSS %.1f MiB (handler/NetworkManager %.2fx)\n", rest, nmRest, rest.rss/nmRest)
+	fmt.Printf("  handler memory, %d interfaces: at rest after the policy: %s; NetworkManager RSS %.1f MiB (handler/NetworkManager %.2fx)\n", 2*pairs+2, rest, nmRest, rest.rss/nmRest)
 	fmt.Printf("    peak during the apply: %s; NetworkManager's peak RSS %.1f MiB (handler/NetworkManager %.2fx)\n", peak, nmPeak, peak.rss/nmPeak)
 	if at200 != nil {
 		fmt.Printf("    against 200 interfaces (BenchmarkHandlerRSS200, same run): anonymous at rest %.2fx, RSS at rest %.2fx\n", rest.anon/at200.anon, rest.rss/at200.rss)
 	}
-	fresh := nnsFreshness(b, n, pid, func() string {
-		var now v1beta1.NodeNetworkState
-		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &now); err != nil {
-			return ""
-		}
-		return string(now.Status.CurrentState.Raw)
-	}, fmt.Sprintf("s%d", 2*policyIfaces-1))
+	fresh := nnsFreshness(b, n, pid, k8s, nodeName, fmt.Sprintf("s%d", 2*policyIfaces-1))
 	fmt.Printf("  NodeNetworkState freshness on %d interfaces: %s\n", 2*pairs+2, fresh)
 	whole, _ := json.Marshal(nns)
 	summarized := nns.Status.Summarized
@@ -146,9 +139,31 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("NodeNetworkState of %d interfaces: %d bytes (currentState %d), %.2fx etcd's request limit; left out: %s\n",
 		strings.Count(string(nns.Status.CurrentState.Raw), `"name":"`), len(whole), len(nns.Status.CurrentState.Raw), float64(len(whole))/etcdRequestLimit, summarized)
 
+	// Re-convergence after a reboot: the profiles went with the boot (the overlay's upper
+	// layer is tmpfs), so the handler, started in the new boot, applies both policies again
+	// in one transaction; timed until both are Available in that boot.
+	profiled()
+	_ = proc.Process.Kill()
+	_ = proc.Wait()
+	if err := n.reboot(ctx); err != nil {
+		b.Fatal(err)
+	}
+	waitUntil(b, time.Minute, func() (bool, error) { return n.reachesAPI() == nil, nil }, func() string { return "the node does not reach the API server" })
+	rebootStart := time.Now()
+	if proc, err = n.startHandlerProcess(handlerBin, kubeconfig, nodeName, logPath); err != nil {
+		b.Fatal(err)
+	}
+	waitUntil(b, 10*time.Minute, func() (bool, error) {
+		if ok, err := available("scale-uplink")(); !ok {
+			return ok, err
+		}
+		return available("scale-500")()
+	}, diag)
+	reconverged := time.Since(rebootStart)
+	fmt.Printf("  after a reboot: both policies (%d interfaces) Available %.1fs after the handler started\n", policyIfaces+1, reconverged.Seconds())
+
 	// NetworkManager's own floor, on the other 500 interfaces, which are as the first 500
 	// were before the policy: the same profiles, all asked for at once, nothing else.
-	profiled()
 	_ = proc.Process.Kill() // the handler would take its interfaces back
 	_ = proc.Wait()
 	var floorNames []string
@@ -162,8 +177,8 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("  NetworkManager's floor: the same %d profiles added and activated at once over D-Bus, %.1fs (handler/floor %.2fx)\n",
-		policyIfaces, floor.Seconds(), applyTime.Seconds()/floor.Seconds())
+	fmt.Printf("  NetworkManager's floor: the same %d profiles added and activated at once over D-Bus, %.1fs (apply/floor %.2fx, after a reboot/floor %.2fx)\n",
+		policyIfaces, floor.Seconds(), applyTime.Seconds()/floor.Seconds(), reconverged.Seconds()/floor.Seconds())
 
 	// The naive way, on the same node: a transaction per interface (the engine's own Apply
 	// and Commit, no probes, no API), as a per-interface policy would be applied. Each reads
@@ -194,6 +209,7 @@ func BenchmarkScale(b *testing.B) {
 		sample, naive.Seconds(), policyIfaces, applyTime.Seconds()/naive.Seconds())
 	b.ReportMetric(applyTime.Seconds(), "s-apply500")
 	b.ReportMetric(floor.Seconds(), "s-floor500")
+	b.ReportMetric(reconverged.Seconds(), "s-reboot500")
 	b.ReportMetric(rest.rss, "MiB-rss")
 	b.ReportMetric(rest.anon, "MiB-anon")
 	b.ReportMetric(float64(len(whole)), "B-nns")

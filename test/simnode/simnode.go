@@ -206,11 +206,12 @@ func (n *Node) Start() error {
 		return err
 	}
 	h := &node.Handler{Client: mgr.GetClient(), NodeName: n.Name, Backend: n.Engine, APIReader: mgr.GetAPIReader(),
-		Events:     mgr.GetEventRecorder("nmoverlay-handler"),
-		BootID:     func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
-		Degraded:   func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
-		Probes:     probe.Set{Probes: []probe.Probe{n.Engine.GatewayProbe()}, Timeout: 500 * time.Millisecond},
-		RebootGate: n.RebootGate,
+		Events:       mgr.GetEventRecorder("nmoverlay-handler"),
+		BootID:       func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.boot, nil },
+		Degraded:     func() (string, error) { n.mu.Lock(); defer n.mu.Unlock(); return n.degraded, nil },
+		Probes:       probe.Set{Probes: []probe.Probe{n.Engine.GatewayProbe()}, Timeout: 500 * time.Millisecond},
+		RebootGate:   n.RebootGate,
+		Transactions: &node.Transactions{},
 	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
@@ -218,7 +219,7 @@ func (n *Node) Start() error {
 	err = mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: n.Name, Changes: n.Engine.changes,
 		Show:          func(context.Context) (state.State, error) { s, _ := n.Engine.Last(); return s, nil },
 		NMVersion:     func() (string, error) { return "1.42.4", nil },
-		EngineVersion: version.Engine("simulated"), Cache: mgr.GetCache(),
+		EngineVersion: version.Engine("simulated"), Cache: mgr.GetCache(), Transactions: h.Transactions,
 	})
 	if err != nil {
 		return err

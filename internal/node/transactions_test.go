@@ -1,0 +1,39 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestTransactionsWait(t *testing.T) {
+	var tx Transactions
+	if tx.wait(context.Background()) {
+		t.Fatal("waited with no transaction running")
+	}
+	end1, end2 := tx.Begin(), tx.Begin()
+	returned := make(chan bool)
+	go func() { returned <- tx.wait(context.Background()) }()
+	end1()
+	end1() // ending twice ends once
+	select {
+	case <-returned:
+		t.Fatal("returned while a transaction still ran")
+	case <-time.After(50 * time.Millisecond):
+	}
+	end2()
+	if waited := <-returned; !waited {
+		t.Fatal("said nothing ran")
+	}
+	// A new transaction after all ended is waited for again.
+	end3 := tx.Begin()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !tx.wait(ctx) {
+		t.Fatal("a transaction ran: waited, until ctx ended")
+	}
+	end3()
+	if tx.wait(context.Background()) {
+		t.Fatal("waited after every transaction ended")
+	}
+}
