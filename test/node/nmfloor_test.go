@@ -17,13 +17,16 @@ import (
 // nmFloor is NetworkManager's own time to create and activate a profile on each of these
 // interfaces, each with the address addr gives: every profile asked for at once over
 // D-Bus (AddConnection2 to disk, then ActivateConnection; as many in flight as the bus
-// lets one connection have), until every device reports
-// itself activated, with no checkpoint, verification, probe or API write. It is the floor
-// an engine's apply of the same interfaces is measured against, in the same run.
-func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i int) string) (time.Duration, error) {
+// lets one connection have), until every device reports itself activated, with no
+// checkpoint, verification, probe or API write. addsFirst: every profile is added before
+// any is activated, the order an engine's transaction takes; otherwise each is activated
+// as soon as it is added. It is the floor an engine's apply of the same interfaces is
+// measured against, in the same run. The profiles stay; clean removes them and waits
+// until their devices are disconnected.
+func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i int) string, addsFirst bool) (took time.Duration, clean func() error, err error) {
 	nm, err := nmdbus.Connect(ctx, busAddress)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer nm.Close()
 	// The devices are looked up first, and their state changes watched, before the clock
@@ -32,13 +35,13 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 	for i, name := range names {
 		var dev dbus.ObjectPath
 		if err := nm.Call(ctx, nmdbus.Path, nmdbus.Iface+".GetDeviceByIpIface", name).Store(&dev); err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
+			return 0, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		byPath[dev] = i
 	}
 	bus := nm.Bus()
 	if err := bus.AddMatchSignal(dbus.WithMatchInterface(nmdbus.DeviceIface), dbus.WithMatchMember("StateChanged")); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	signals := make(chan *dbus.Signal, 4*len(names))
 	bus.Signal(signals)
@@ -48,13 +51,14 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 	inFlight := make(chan struct{}, maxPendingReplies)
 	start := time.Now()
 	errs := make(chan error, len(names))
-	var wg sync.WaitGroup
+	paths := make([]dbus.ObjectPath, len(names))
+	var wg, added sync.WaitGroup
+	added.Add(len(names))
 	for i, name := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			inFlight <- struct{}{}
-			defer func() { <-inFlight }()
 			settings := map[string]map[string]dbus.Variant{
 				"connection": {"id": dbus.MakeVariant(name), "uuid": dbus.MakeVariant(uuid4()), "type": dbus.MakeVariant("802-3-ethernet"),
 					"interface-name": dbus.MakeVariant(name)},
@@ -62,14 +66,22 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 					"address-data": dbus.MakeVariant([]map[string]dbus.Variant{{"address": dbus.MakeVariant(addr(i)), "prefix": dbus.MakeVariant(uint32(24))}})},
 				"ipv6": {"method": dbus.MakeVariant("disabled")},
 			}
-			var path dbus.ObjectPath
 			var result map[string]dbus.Variant
-			if err := nm.Call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", settings, uint32(0x1|0x20), map[string]dbus.Variant{}).Store(&path, &result); err != nil {
+			err := nm.Call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", settings, uint32(0x1|0x20), map[string]dbus.Variant{}).Store(&paths[i], &result)
+			added.Done()
+			if err != nil {
+				<-inFlight
 				errs <- fmt.Errorf("%s: adding: %w", name, err)
 				return
 			}
+			if addsFirst {
+				<-inFlight
+				added.Wait()
+				inFlight <- struct{}{}
+			}
+			defer func() { <-inFlight }()
 			var active dbus.ObjectPath
-			if err := nm.Call(ctx, nmdbus.Path, nmdbus.Iface+".ActivateConnection", path, dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&active); err != nil {
+			if err := nm.Call(ctx, nmdbus.Path, nmdbus.Iface+".ActivateConnection", paths[i], dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&active); err != nil {
 				errs <- fmt.Errorf("%s: activating: %w", name, err)
 			}
 		}()
@@ -80,7 +92,7 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 	for len(done) < len(names) {
 		select {
 		case err := <-errs:
-			return 0, err
+			return 0, nil, err
 		case s := <-signals:
 			i, ours := byPath[s.Path]
 			if ours && len(s.Body) > 0 && s.Body[0] == uint32(activated) {
@@ -95,12 +107,36 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 				}
 			}
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, nil, ctx.Err()
 		}
 	}
 	elapsed := time.Since(start)
 	wg.Wait()
-	return elapsed, nil
+	clean = func() error {
+		nm, err := nmdbus.Connect(ctx, busAddress)
+		if err != nil {
+			return err
+		}
+		defer nm.Close()
+		for _, p := range paths {
+			if err := nm.Call(ctx, p, nmdbus.ConnIface+".Delete").Err; err != nil {
+				return err
+			}
+		}
+		const disconnected = 30
+		deadline := time.Now().Add(time.Minute)
+		for dev := range byPath {
+			var st uint32
+			for nm.Prop(dev, nmdbus.DeviceIface, "State", &st) == nil && st > disconnected {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%s still in state %d a minute after its profile was deleted", dev, st)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		return nil
+	}
+	return elapsed, clean, nil
 }
 
 // maxPendingReplies is below dbus-daemon's limit of calls awaiting a reply on one
