@@ -162,7 +162,10 @@ func run(o options) error {
 	}
 	wake := make(chan event.GenericEvent, 1)
 	netChanged := make(chan struct{}, 1)
-	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, h.Backend.Show, o.reapplyDrift
+	// The drift check and the reporter both read the node after a change: one read serves
+	// both.
+	reads := &node.Reads{Show: h.Backend.Show}
+	h.Wake, h.NetworkChanged, h.Show, h.ReapplyDrift = wake, netChanged, reads.Read, o.reapplyDrift
 	h.Transactions = &node.Transactions{}
 	if o.migrationPlan != "" {
 		planner, ok := engine.(backend.PersistentPlanner)
@@ -184,20 +187,24 @@ func run(o options) error {
 	// NetworkManager's changes go to the reporter and, for drift, to the handler; a
 	// change of the lower dir to both as well.
 	changes := make(chan struct{}, 1)
+	// A change of the drift reported, or of the migration's plan, is written without
+	// waiting out the spacing of writes, as one of the overlay is: an enactment already
+	// says it, and the NodeNetworkState is to agree.
+	overlayChanged := make(chan struct{}, 1)
 	h.DriftChanged = func() {
 		select {
-		case changes <- struct{}{}:
+		case overlayChanged <- struct{}{}:
 		default:
 		}
 	}
 	if h.Migration != nil {
 		h.Migration.Changed = h.DriftChanged // a new plan is reported at once
 	}
-	// changes is never closed: DriftChanged may still send; the reporter ends with ctx
-	overlayChanged := make(chan struct{}, 1)
-	go forwardChanges(nmChanges, lowerChanged, markerChanged, netChanged, wake, changes, overlayChanged, nodeName, layout.Lower)
+	// changes and overlayChanged are never closed: DriftChanged may still send; the
+	// reporter ends with ctx
+	go forwardChanges(nmChanges, reads.Changed, lowerChanged, markerChanged, netChanged, wake, changes, overlayChanged, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
-		Client: mgr.GetClient(), NodeName: nodeName, Show: h.Backend.Show, Changes: changes, Urgent: overlayChanged,
+		Client: mgr.GetClient(), NodeName: nodeName, Show: reads.Read, Changes: changes, Urgent: overlayChanged,
 		NMVersion: nm.Version, Backend: h.Backend.Name(),
 		NMCapabilities: func() ([]string, error) {
 			caps, err := nm.Capabilities()
@@ -299,11 +306,11 @@ func connectNM(ctx context.Context, bus string) (*networkmanager.Client, error) 
 	return nm, err
 }
 
-// forwardChanges passes NetworkManager's changes to the handler (netChanged) and the
-// reporter (changes), and a change of the lower dir or of the degraded marker to the
+// forwardChanges notes NetworkManager's changes (changed: a read that started before one
+// answers no one), passes them to the handler (netChanged) and the reporter (changes), and a change of the lower dir or of the degraded marker to the
 // handler (wake) and the reporter (overlayChanged: reported without waiting out the
 // spacing of its writes). It ends when a source is closed.
-func forwardChanges(nmChanges, lowerChanged, markerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
+func forwardChanges(nmChanges <-chan struct{}, changed func(), lowerChanged, markerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
 	changes, overlayChanged chan<- struct{}, nodeName, lowerDir string) {
 	wakeHandler := func() {
 		select {
@@ -323,6 +330,7 @@ func forwardChanges(nmChanges, lowerChanged, markerChanged <-chan struct{}, netC
 			if !ok {
 				return
 			}
+			changed()
 			signal(netChanged)
 			signal(changes)
 		case _, ok := <-lowerChanged:

@@ -42,8 +42,8 @@ type Reporter struct {
 	Show     func(ctx context.Context) (state.State, error)
 	Changes  <-chan struct{}
 	// Urgent signals a change that must not wait out the spacing of writes (the overlay
-	// degraded or healed: every policy is refused meanwhile): it is read and written once
-	// quiet. Nil for none.
+	// degraded or healed: every policy is refused meanwhile; drift reported or repaired,
+	// which an enactment already says): it is read and written once quiet. Nil for none.
 	Urgent    <-chan struct{}
 	NMVersion func() (string, error)
 	// NMCapabilities are what the node's NetworkManager can apply that not every release

@@ -50,12 +50,7 @@ func BenchmarkScale(b *testing.B) {
 		for i := range pairs {
 			fmt.Fprintf(&batch, "link add s%d type veth peer name s%dp\nlink set s%dp up\n", i, i, i)
 		}
-		cmd := n.Command(ctx, "ip", "-batch", "-")
-		cmd.Stdin = strings.NewReader(batch.String())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("ip -batch: %v: %s", err, out)
-		}
-		return nil
+		return ipBatch(n, batch.String())
 	})
 	fmt.Printf("node with %d interfaces: up and reaching the API server %.1fs after boot\n", 2*pairs, time.Since(bootStart).Seconds())
 
