@@ -1,9 +1,11 @@
 package networkmanager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,5 +94,29 @@ func TestNotActive(t *testing.T) {
 		if got := notActive(tc.err); got != tc.want {
 			t.Errorf("notActive(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestEvery: the checkpoint keeper's clock: a call each interval while the apply runs, one
+// more at stop, none after.
+func TestEvery(t *testing.T) {
+	var calls atomic.Int32
+	stop := every(context.Background(), 20*time.Millisecond, func() { calls.Add(1) })
+	for deadline := time.Now().Add(5 * time.Second); calls.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls in 5 s at a 20 ms interval", calls.Load())
+		}
+	}
+	// Stop's own call is the one after the last tick's: ticks may still land in between,
+	// so what is checked is that stop returns having called, and nothing after.
+	during := calls.Load()
+	stop()
+	after := calls.Load()
+	if after < during+1 {
+		t.Fatalf("stop returned without calling (%d calls before it, %d after)", during, after)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if calls.Load() != after {
+		t.Fatal("called after stop")
 	}
 }

@@ -202,15 +202,21 @@ func (c *Client) createCheckpoint(ctx context.Context, rec record, timeout time.
 // than the timeout, and NetworkManager would roll back the first ones while the last are
 // saved. If this process dies, nothing sets it again and NetworkManager rolls back as
 // before. The function it returns stops that and sets the timeout once more, so that what
-// follows (verification, probes) has all of it.
+// follows (verification, probes) has all of it. A refused call is not an error here: a
+// checkpoint that is gone is found by the transaction's next step (held).
 func (c *Client) keepCheckpoint(ctx context.Context, id checkpointID, timeout time.Duration) (stop func()) {
-	adjust := func() {
+	return every(ctx, timeout/3, func() {
 		_ = c.call(ctx, nmdbus.Path, nmdbus.Iface+".CheckpointAdjustRollbackTimeout", id.Path, uint32(timeout/time.Second)).Err
-	}
+	})
+}
+
+// every calls do at each interval until the function it returns is called, which calls do
+// once more and returns after it.
+func every(ctx context.Context, interval time.Duration, do func()) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(timeout / 3)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
@@ -219,14 +225,14 @@ func (c *Client) keepCheckpoint(ctx context.Context, id checkpointID, timeout ti
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				adjust()
+				do()
 			}
 		}
 	}()
 	return func() {
 		close(done)
 		<-stopped
-		adjust()
+		do()
 	}
 }
 
