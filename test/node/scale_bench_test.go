@@ -161,8 +161,10 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("  after a reboot: both policies (%d interfaces) Available %.1fs after the handler started\n", policyIfaces+1, reconverged.Seconds())
 
 	// NetworkManager's own floor, on the other 500 interfaces, which are as the first 500
-	// were before the policy: the same profiles, all asked for at once, nothing else.
-	_ = proc.Process.Kill() // the handler would take its interfaces back
+	// were before the policy: the same profiles, all asked for at once, nothing else; in
+	// both orders (nmFloor), on the same interfaces one after the other, and the lower
+	// counts. The handler is stopped, so that nothing else asks NetworkManager anything.
+	_ = proc.Process.Kill()
 	_ = proc.Wait()
 	var floorNames []string
 	for i := range policyIfaces {
