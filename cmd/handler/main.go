@@ -307,9 +307,10 @@ func connectNM(ctx context.Context, bus string) (*networkmanager.Client, error) 
 }
 
 // forwardChanges notes NetworkManager's changes (changed: a read that started before one
-// answers no one), passes them to the handler (netChanged) and the reporter (changes), and a change of the lower dir or of the degraded marker to the
-// handler (wake) and the reporter (overlayChanged: reported without waiting out the
-// spacing of its writes). It ends when a source is closed.
+// answers no one) and passes them to the handler (netChanged) and the reporter (changes),
+// and a change of the lower dir or of the degraded marker to the handler (wake) and the
+// reporter (overlayChanged: reported without waiting out the spacing of its writes). It
+// ends when a source is closed.
 func forwardChanges(nmChanges <-chan struct{}, changed func(), lowerChanged, markerChanged <-chan struct{}, netChanged chan<- struct{}, wake chan<- event.GenericEvent,
 	changes, overlayChanged chan<- struct{}, nodeName, lowerDir string) {
 	wakeHandler := func() {
