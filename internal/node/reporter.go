@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -127,6 +128,9 @@ func (r *Reporter) Start(ctx context.Context) error {
 			}
 		}
 		wrote, err := r.report(ctx)
+		if errors.Is(err, errTransactionBegun) {
+			continue // waits for it above
+		}
 		if err != nil {
 			logger.Error(err, "reporting NodeNetworkState")
 		}
@@ -200,6 +204,9 @@ func (r *Reporter) settle(ctx context.Context, quiet, max time.Duration) bool {
 	}
 }
 
+// errTransactionBegun: a transaction began while the reporter read the node.
+var errTransactionBegun = errors.New("a transaction began while the node was read")
+
 // Report reads the state once and writes it if it changed.
 func (r *Reporter) Report(ctx context.Context) error {
 	_, err := r.report(ctx)
@@ -209,6 +216,10 @@ func (r *Reporter) Report(ctx context.Context) error {
 // report reads the node's state and writes the NodeNetworkState if anything differs. A
 // read that fails is reported too (Failing, with why), keeping the last state read.
 func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
+	var begun uint64
+	if r.Transactions != nil {
+		begun, _ = r.Transactions.mark()
+	}
 	current, readErr := r.Show(ctx)
 	var raw []byte
 	var summarized string
@@ -239,6 +250,14 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	}
 	if r.Drift != nil {
 		status.Drift = r.Drift()
+	}
+	// A transaction that began while the node was read makes the read a mix of before and
+	// during it (its profiles in tmpfs, its interfaces not yet up): it is read again once
+	// the transaction ended.
+	if r.Transactions != nil {
+		if now, running := r.Transactions.mark(); now != begun || running {
+			return false, errTransactionBegun
+		}
 	}
 	nns := &v1beta1.NodeNetworkState{}
 	err = r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, nns)

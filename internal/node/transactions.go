@@ -12,6 +12,7 @@ import (
 type Transactions struct {
 	mu      sync.Mutex
 	running int
+	begun   uint64        // transactions begun so far
 	idle    chan struct{} // closed when the last running transaction ends
 }
 
@@ -23,6 +24,7 @@ func (t *Transactions) Begin() (end func()) {
 		t.idle = make(chan struct{})
 	}
 	t.running++
+	t.begun++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -48,4 +50,12 @@ func (t *Transactions) wait(ctx context.Context) (waited bool) {
 	case <-ctx.Done():
 	}
 	return true
+}
+
+// mark is where the transactions stand: how many began, and whether one runs. A read made
+// between two equal marks with none running saw no transaction.
+func (t *Transactions) mark() (begun uint64, running bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.begun, t.running > 0
 }

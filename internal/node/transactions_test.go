@@ -11,7 +11,14 @@ func TestTransactionsWait(t *testing.T) {
 	if tx.wait(context.Background()) {
 		t.Fatal("waited with no transaction running")
 	}
+	before, running := tx.mark()
+	if running {
+		t.Fatal("running before any began")
+	}
 	end1, end2 := tx.Begin(), tx.Begin()
+	if now, running := tx.mark(); now != before+2 || !running {
+		t.Fatalf("two begun: mark %d running %v, want %d running", now, running, before+2)
+	}
 	returned := make(chan bool)
 	go func() { returned <- tx.wait(context.Background()) }()
 	end1()
