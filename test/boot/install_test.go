@@ -279,7 +279,6 @@ type usage struct {
 
 // componentUsage sums usage by the command a process runs (the containers' entrypoints).
 func componentUsage() map[string]usage {
-	const clockTicks = 100 // USER_HZ, the unit of /proc/PID/stat's times on Linux
 	out := map[string]usage{}
 	pids, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range pids {
@@ -291,19 +290,16 @@ func componentUsage() map[string]usage {
 		if cmd != "/handler" && cmd != "/controller" && cmd != "/operator" {
 			continue
 		}
-		stat, err := os.ReadFile(dir + "/stat")
-		pid, perr := strconv.Atoi(filepath.Base(dir))
-		if err != nil || perr != nil {
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil {
 			continue
 		}
-		// Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		var utime, stime float64
-		fmt.Sscan(fields[11], &utime)
-		fmt.Sscan(fields[12], &stime)
+		if _, err := os.Stat(dir + "/stat"); err != nil {
+			continue // gone meanwhile
+		}
 		u := out[cmd]
 		u.processes++
-		u.cpu += (utime + stime) / clockTicks
+		u.cpu += kit.ProcCPU(pid).Seconds()
 		u.rssKiB += int(kit.ProcStatusKiB(pid, "VmRSS"))
 		out[cmd] = u
 	}
