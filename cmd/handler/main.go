@@ -42,7 +42,6 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/probe"
 	"github.com/nmoverlay/nmoverlay/internal/rebootgate"
 	"github.com/nmoverlay/nmoverlay/internal/serving"
-	"github.com/nmoverlay/nmoverlay/internal/state"
 	"github.com/nmoverlay/nmoverlay/internal/version"
 )
 
@@ -257,7 +256,7 @@ func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotat
 		Backend:   node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		APIReader: mgr.GetAPIReader(),
-		Probes:    probes(cfg, nm, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
+		Probes:    probes(cfg, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),
 		BootID: func() (string, error) {
 			var b []byte
 			var err error
@@ -355,11 +354,11 @@ func forwardChanges(nmChanges <-chan struct{}, changed func(), lowerChanged, mar
 // the apply (a gateway that was already unreachable does not block every policy).
 // timeout bounds how long the probes may take to pass after an apply (a bridge's forwarding
 // delay, a bond's negotiation); the network is rolled back after it.
-func probes(cfg *rest.Config, nm *networkmanager.Client, reader client.Reader, nodeName, dnsHost string, timeout time.Duration, disabled []string) probe.Set {
+func probes(cfg *rest.Config, reader client.Reader, nodeName, dnsHost string, timeout time.Duration, disabled []string) probe.Set {
 	set := probe.Set{Timeout: timeout, Probes: []probe.Probe{probe.APIServer(cfg), probe.NodeReady(reader, nodeName)}}
 	if !slices.Contains(disabled, nmstatev1.ProbeDefaultGateway) {
-		set.Probes = append([]probe.Probe{probe.Ping(nmstatev1.ProbeDefaultGateway, func(ctx context.Context) (netip.Addr, error) {
-			return defaultGateway(ctx, nm)
+		set.Probes = append([]probe.Probe{probe.Ping(nmstatev1.ProbeDefaultGateway, func(context.Context) (netip.Addr, error) {
+			return networkmanager.KernelDefaultGateway()
 		})}, set.Probes...)
 	}
 	if slices.Contains(disabled, nmstatev1.ProbeDNS) {
@@ -397,15 +396,6 @@ func alive(cfg *rest.Config, hc *http.Client) func(ctx context.Context) error {
 		}
 		return nil
 	}
-}
-
-// defaultGateway is the default route's next hop NetworkManager reports now.
-func defaultGateway(ctx context.Context, nm *networkmanager.Client) (netip.Addr, error) {
-	s, err := nm.Show(ctx)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	return state.DefaultGateway(s), nil
 }
 
 // overlayStatus is what NodeNetworkState says of the node's keyfile overlay: why it is

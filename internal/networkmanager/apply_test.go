@@ -120,3 +120,41 @@ func TestEvery(t *testing.T) {
 		t.Fatal("called after stop")
 	}
 }
+
+func TestWaves(t *testing.T) {
+	act := func(name string) activation { return activation{name: name, key: name} }
+	ovsIface := activation{name: "ovs1", key: "ovs1"}
+	pl := &applySteps{perIface: map[string]profileExtras{
+		"eth1":  {port: &portOf{controller: "br0", kind: "bridge"}},
+		"eth2":  {port: &portOf{controller: "br0", kind: "bridge"}},
+		"bond0": {port: &portOf{controller: "br1", kind: "bridge"}},
+		"eth4":  {port: &portOf{controller: "bond0", kind: "bond"}},
+		"eth5":  {port: &portOf{controller: "bond9", kind: "bond"}}, // its controller is not in this stage
+		"ovs1":  {port: &portOf{controller: "some-uuid", kind: "ovs-port", ovsPort: "ovs1"}},
+	}}
+	for _, tc := range []struct {
+		name  string
+		stage []activation
+		want  [][]string
+	}{
+		{"unrelated interfaces: one wave", []activation{act("eth3"), act("eth6")}, [][]string{{"eth3", "eth6"}}},
+		{"a bridge, then its ports", []activation{act("eth1"), act("br0"), act("eth2"), act("eth3")}, [][]string{{"br0", "eth3"}, {"eth1", "eth2"}}},
+		{"a bridge, its bond, the bond's port", []activation{act("eth4"), act("bond0"), act("br1")}, [][]string{{"br1"}, {"bond0"}, {"eth4"}}},
+		{"a port whose controller is not activated here", []activation{act("eth5")}, [][]string{{"eth5"}}},
+		{"an OVS interface: its controllers have stages of their own", []activation{ovsIface}, [][]string{{"ovs1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]string
+			for _, wave := range waves(tc.stage, pl) {
+				var names []string
+				for _, i := range wave {
+					names = append(names, tc.stage[i].name)
+				}
+				got = append(got, names)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -66,6 +66,8 @@ type Client struct {
 	// VPNPluginDir is NetworkManager's VPN plugin directory as this process sees the
 	// host's, vpnPluginDir when empty: the handler's pod mounts the host's there.
 	VPNPluginDir string
+	// watch is Changes' subscription, paused during an apply.
+	watch changeWatch
 }
 
 // vpnPluginDir is where NetworkManager finds its VPN plugins' files (NM_VPN_PLUGIN_DIR).

@@ -26,6 +26,9 @@ type kernelRoute struct {
 	Metric      int    `json:"metric"`
 	Source      string `json:"source,omitempty"`
 	Cwnd        int    `json:"cwnd,omitempty"` // 0: none locked
+	// Gateway is the next hop (a multipath route's first); only KernelDefaultGateway
+	// reads it: the model's routes take theirs from NetworkManager.
+	Gateway netip.Addr `json:"-"`
 }
 
 // From linux/rtnetlink.h (not in x/sys/unix).
@@ -112,6 +115,10 @@ func parseKernelRoute(data []byte, names map[uint32]string) (kernelRoute, bool) 
 			}
 		case unix.RTA_OIF:
 			r.Interface = names[u32(a.data)]
+		case unix.RTA_GATEWAY:
+			r.Gateway, _ = netip.AddrFromSlice(a.data)
+		case unix.RTA_MULTIPATH:
+			r.Gateway = firstNextHop(a.data)
 		case unix.RTA_TABLE:
 			r.Table = int(u32(a.data))
 		case unix.RTA_PRIORITY:
@@ -135,6 +142,63 @@ func parseKernelRoute(data []byte, names map[uint32]string) (kernelRoute, bool) 
 	}
 	r.Destination = netip.PrefixFrom(dst, dstLen).String()
 	return r, true
+}
+
+// firstNextHop is the gateway of a multipath route's first next hop: struct rtnexthop
+// (8 bytes), then its attributes.
+func firstNextHop(data []byte) netip.Addr {
+	const sizeofRtNexthop = 8
+	if len(data) < sizeofRtNexthop {
+		return netip.Addr{}
+	}
+	l := int(binary.NativeEndian.Uint16(data[0:2]))
+	if l < sizeofRtNexthop || l > len(data) {
+		return netip.Addr{}
+	}
+	for _, a := range nested(data[sizeofRtNexthop:l]) {
+		if a.typ == unix.RTA_GATEWAY {
+			gw, _ := netip.AddrFromSlice(a.data)
+			return gw
+		}
+	}
+	return netip.Addr{}
+}
+
+// KernelDefaultGateway is the next hop of the default route the kernel routes by now;
+// invalid when there is none. The gateway probe reads it before and after every apply:
+// a dump of the kernel's routes costs milliseconds, where reading the node from
+// NetworkManager (Show) took 0.45 s on 2,000 interfaces, and more while NetworkManager
+// was still busy with the apply.
+func KernelDefaultGateway() (netip.Addr, error) {
+	routes, err := readKernelRoutes()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return defaultGateway(routes), nil
+}
+
+// defaultGateway picks as state.DefaultGateway does: the main table's IPv4 default route
+// with the lowest metric, else the IPv6 one.
+func defaultGateway(routes []kernelRoute) netip.Addr {
+	var best [2]netip.Addr // IPv4, IPv6
+	var bestMetric [2]int
+	for _, r := range routes {
+		p, err := netip.ParsePrefix(r.Destination)
+		if err != nil || r.Type != "" || p.Bits() != 0 || r.Table != unix.RT_TABLE_MAIN || !r.Gateway.IsValid() || r.Gateway.IsUnspecified() {
+			continue
+		}
+		f := 0
+		if r.Gateway.Is6() && !r.Gateway.Is4In6() {
+			f = 1
+		}
+		if !best[f].IsValid() || r.Metric < bestMetric[f] {
+			best[f], bestMetric[f] = r.Gateway, r.Metric
+		}
+	}
+	if best[0].IsValid() {
+		return best[0]
+	}
+	return best[1]
 }
 
 // routeTypes names the kernel's route types nmstate has; unicast is "".

@@ -125,3 +125,64 @@ func TestBlackholeRoutesOnAProfileWithoutAddresses(t *testing.T) {
 		t.Error("a unicast route on a profile with IPv4 disabled: no error")
 	}
 }
+
+func TestParseKernelRouteGateway(t *testing.T) {
+	def := []byte{unix.AF_INET, 0, 0, 0, 254, unix.RTPROT_STATIC, 0, unix.RTN_UNICAST, 0, 0, 0, 0}
+	single := append(append([]byte{}, def...), rtattrOf(unix.RTA_GATEWAY, []byte{192, 0, 2, 254})...)
+	// Two next hops: struct rtnexthop (length, flags, hops, ifindex), then each one's gateway.
+	hop := func(gw []byte) []byte {
+		attr := rtattrOf(unix.RTA_GATEWAY, gw)
+		h := binary.NativeEndian.AppendUint16(nil, uint16(8+len(attr)))
+		h = append(h, 0, 0)
+		h = binary.NativeEndian.AppendUint32(h, 5)
+		return append(h, attr...)
+	}
+	multi := append(append([]byte{}, def...), rtattrOf(unix.RTA_MULTIPATH, append(hop([]byte{192, 0, 2, 1}), hop([]byte{192, 0, 2, 2})...))...)
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want netip.Addr
+	}{
+		{"one next hop", single, netip.MustParseAddr("192.0.2.254")},
+		{"a multipath route: its first next hop", multi, netip.MustParseAddr("192.0.2.1")},
+		{"no next hop", def, netip.Addr{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := parseKernelRoute(tc.msg, nil)
+			if !ok || r.Gateway != tc.want || r.Destination != "0.0.0.0/0" {
+				t.Errorf("got %+v %v, want a default route via %v", r, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultGateway(t *testing.T) {
+	route := func(dst string, table, metric int, gw string) kernelRoute {
+		r := kernelRoute{Destination: dst, Table: table, Metric: metric}
+		if gw != "" {
+			r.Gateway = netip.MustParseAddr(gw)
+		}
+		return r
+	}
+	v4a, v4b := route("0.0.0.0/0", 254, 200, "192.0.2.1"), route("0.0.0.0/0", 254, 100, "192.0.2.2")
+	v6 := route("::/0", 254, 50, "2001:db8::1")
+	for _, tc := range []struct {
+		name   string
+		routes []kernelRoute
+		want   string
+	}{
+		{"the IPv4 one with the lowest metric", []kernelRoute{v4a, v6, v4b}, "192.0.2.2"},
+		{"IPv6 when there is no IPv4 one", []kernelRoute{v6, route("198.51.100.0/24", 254, 0, "192.0.2.9")}, "2001:db8::1"},
+		{"another table's default is not the node's", []kernelRoute{route("0.0.0.0/0", 100, 0, "192.0.2.7"), v6}, "2001:db8::1"},
+		{"a default route with no next hop (a point-to-point link)", []kernelRoute{route("0.0.0.0/0", 254, 0, "")}, ""},
+		{"a blackhole default is no gateway", []kernelRoute{{Type: "blackhole", Destination: "0.0.0.0/0", Table: 254}}, ""},
+		{"none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := defaultGateway(tc.routes)
+			if want := tc.want; (want == "" && got.IsValid()) || (want != "" && got != netip.MustParseAddr(want)) {
+				t.Errorf("got %v, want %q", got, want)
+			}
+		})
+	}
+}

@@ -359,15 +359,23 @@ func (snap Snapshot) State() state.State {
 // appliedProfiles reads, by device key, the profile applied to each activated device of
 // a modelled type; a device whose read fails has none.
 func (c *Client) appliedProfiles(ctx context.Context, devs []device) map[string]settings {
-	applied := map[string]settings{}
+	var active []device
 	for _, d := range devs {
-		if d.typ == "" || d.state != deviceStateActivated {
-			continue
+		if d.typ != "" && d.state == deviceStateActivated {
+			active = append(active, d)
 		}
-		var a settings
+	}
+	got := make([]settings, len(active))
+	inParallel(len(active), func(i int) {
 		var version uint64
-		if err := c.call(ctx, d.path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&a, &version); err == nil {
-			applied[d.key] = a
+		if err := c.call(ctx, active[i].path, nmdbus.DeviceIface+".GetAppliedConnection", uint32(0)).Store(&got[i], &version); err != nil {
+			got[i] = nil
+		}
+	})
+	applied := map[string]settings{}
+	for i, d := range active {
+		if got[i] != nil {
+			applied[d.key] = got[i]
 		}
 	}
 	return applied

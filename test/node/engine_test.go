@@ -370,6 +370,46 @@ interfaces:
 		Eventually(changes, "2s").Should(BeClosed())
 	})
 
+	It("signals an apply's change once the apply ended, and what changes after it", func() {
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		changes, err := nm.Changes(cctx)
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(changes, "600ms").ShouldNot(Receive(), "a quiet host sends nothing")
+		// The watch is paused while the apply runs (the bus sends none of its signals) and
+		// resumed when it returns: the change must still be signalled, and the watch must
+		// see what happens next.
+		tx, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.21, prefix-length: 24}]}}]`), networkmanager.ApplyOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+		Eventually(changes, "3s").Should(Receive(), "the apply's change")
+		Eventually(func() bool {
+			select {
+			case <-changes:
+				return false
+			case <-time.After(time.Second):
+				return true
+			}
+		}, "10s").Should(BeTrue(), "the host settles")
+		mustRun(n, "ip", "addr", "add", "10.9.99.1/24", "dev", "eth1")
+		Eventually(changes, "3s").Should(Receive(), "a change made after the apply")
+	})
+
+	It("activates an unchanged profile again when what it runs was changed outside nmoverlay", func() {
+		desired := mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.31, prefix-length: 24}]}}]`)
+		tx, err := nm.Apply(ctx, desired, networkmanager.ApplyOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+		mustRun(n, "ip", "addr", "del", "192.0.2.31/24", "dev", "eth1")
+		Eventually(func() string { return ip("-4", "addr", "show", "eth1") }, "5s").ShouldNot(ContainSubstring("192.0.2.31/24"))
+		// The same state again: the profile is unchanged and active, but no longer runs its
+		// address; the apply's verification sees it, and the profile is activated again.
+		tx, err = nm.Apply(ctx, desired, networkmanager.ApplyOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+		Expect(ip("-4", "addr", "show", "eth1")).To(ContainSubstring("192.0.2.31/24"))
+	})
+
 	It("clears a checkpoint left by a crashed apply of its own, at once", func() {
 		opts := networkmanager.ApplyOptions{RollbackTimeout: 600 * time.Second, CheckpointRecord: filepath.Join(GinkgoT().TempDir(), "checkpoint.json")}
 		_, err := nm.Apply(ctx, mustParse(`interfaces: [{name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.6, prefix-length: 24}]}}]`), opts)

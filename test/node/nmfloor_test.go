@@ -14,16 +14,32 @@ import (
 	"github.com/nmoverlay/nmoverlay/internal/networkmanager/nmdbus"
 )
 
+// floorOrder is one way of asking NetworkManager for the profiles.
+type floorOrder struct {
+	name string
+	// addsFirst: every profile is added before any is activated; otherwise each is
+	// activated as soon as it is added, in the same window of calls.
+	addsFirst bool
+	// adds and activations are how many of each are in flight at once.
+	adds, activations int
+}
+
+// floorOrders are the orders nmFloor is timed in; the lowest time is the floor.
+var floorOrders = []floorOrder{
+	{name: "all at once, each activated once added", adds: maxPendingReplies, activations: maxPendingReplies},
+	{name: "all at once, every one added first", addsFirst: true, adds: maxPendingReplies, activations: maxPendingReplies},
+	// The engine's order, without its checkpoint, verification and waves: a window of
+	// calls, so that the bus never refuses one, and NetworkManager's queue never empties.
+	{name: "64 at a time, every one added first", addsFirst: true, adds: 64, activations: 64},
+}
+
 // nmFloor is NetworkManager's own time to create and activate a profile on each of these
-// interfaces, each with the address addr gives: every profile asked for at once over
-// D-Bus (AddConnection2 to disk, then ActivateConnection; as many in flight as the bus
-// lets one connection have), until every device reports itself activated, with no
-// checkpoint, verification, probe or API write. addsFirst: every profile is added before
-// any is activated, the order an engine's transaction takes; otherwise each is activated
-// as soon as it is added. It is the floor an engine's apply of the same interfaces is
-// measured against, in the same run. The profiles stay; clean removes them and waits
-// until their devices are disconnected.
-func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i int) string, addsFirst bool) (took time.Duration, clean func() error, err error) {
+// interfaces, each with the address addr gives, asked for over D-Bus in the given order
+// (AddConnection2 to disk, then ActivateConnection), until every device reports itself
+// activated, with no checkpoint, verification, probe or API write. It is the floor an
+// engine's apply of the same interfaces is measured against, in the same run. The
+// profiles stay; clean removes them and waits until their devices are disconnected.
+func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i int) string, order floorOrder) (took time.Duration, clean func() error, err error) {
 	nm, err := nmdbus.Connect(ctx, busAddress)
 	if err != nil {
 		return 0, nil, err
@@ -48,7 +64,11 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 	defer bus.RemoveSignal(signals)
 
 	const activated = 100
-	inFlight := make(chan struct{}, maxPendingReplies)
+	addSlots := make(chan struct{}, order.adds)
+	activateSlots := addSlots // one window for both: at most maxPendingReplies in flight
+	if order.addsFirst {
+		activateSlots = make(chan struct{}, order.activations)
+	}
 	start := time.Now()
 	errs := make(chan error, len(names))
 	paths := make([]dbus.ObjectPath, len(names))
@@ -58,7 +78,7 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			inFlight <- struct{}{}
+			addSlots <- struct{}{}
 			settings := map[string]map[string]dbus.Variant{
 				"connection": {"id": dbus.MakeVariant(name), "uuid": dbus.MakeVariant(uuid4()), "type": dbus.MakeVariant("802-3-ethernet"),
 					"interface-name": dbus.MakeVariant(name)},
@@ -70,16 +90,16 @@ func nmFloor(ctx context.Context, busAddress string, names []string, addr func(i
 			err := nm.Call(ctx, nmdbus.SettingsPath, nmdbus.SettingsIface+".AddConnection2", settings, uint32(0x1|0x20), map[string]dbus.Variant{}).Store(&paths[i], &result)
 			added.Done()
 			if err != nil {
-				<-inFlight
+				<-addSlots
 				errs <- fmt.Errorf("%s: adding: %w", name, err)
 				return
 			}
-			if addsFirst {
-				<-inFlight
+			if order.addsFirst {
+				<-addSlots
 				added.Wait()
-				inFlight <- struct{}{}
+				activateSlots <- struct{}{}
 			}
-			defer func() { <-inFlight }()
+			defer func() { <-activateSlots }()
 			var active dbus.ObjectPath
 			if err := nm.Call(ctx, nmdbus.Path, nmdbus.Iface+".ActivateConnection", paths[i], dbus.ObjectPath("/"), dbus.ObjectPath("/")).Store(&active); err != nil {
 				errs <- fmt.Errorf("%s: activating: %w", name, err)
