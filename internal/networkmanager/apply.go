@@ -260,7 +260,6 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
-	defer c.watch.pause()()
 	rec := record(opts.CheckpointRecord)
 	if err := c.prepare(ctx, rec); err != nil {
 		return nil, err
@@ -288,6 +287,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
+	defer c.watch.pause()() // from the change on; an apply refused before it changed nothing
 	cp, err := c.createCheckpoint(ctx, rec, opts.RollbackTimeout)
 	if err != nil {
 		return nil, err
@@ -506,9 +506,9 @@ func (c *Client) activateAll(ctx context.Context, h *host, pl *applySteps, toAct
 }
 
 // askActivations asks NetworkManager to activate stage[i] for each i of wave, up to inFlight
-// at once: the activations it has queued cost it one pass over its devices, not one each
-// (500 interfaces on 2,000 started in 5 s so against 9 s one after another). Each one's
-// active connection is noted in stage. After a refusal no other one is asked for.
+// at once: with its queue never empty, NetworkManager started 500 interfaces on a node of
+// 2,000 in 5.0 s, against 8.6 s asked one after another (the floor's orders, issue 38).
+// Each one's active connection is noted in stage. After a refusal no other one is asked for.
 func (c *Client) askActivations(ctx context.Context, h *host, stage []activation, wave []int, inFlight int) error {
 	errs := make([]error, len(wave))
 	var refused atomic.Bool
