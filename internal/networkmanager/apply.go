@@ -510,32 +510,18 @@ func (c *Client) activateAll(ctx context.Context, h *host, pl *applySteps, toAct
 // 2,000 in 5.0 s, against 8.6 s asked one after another (the floor's orders, issue 38).
 // Each one's active connection is noted in stage. After a refusal no other one is asked for.
 func (c *Client) askActivations(ctx context.Context, h *host, stage []activation, wave []int, inFlight int) error {
-	errs := make([]error, len(wave))
-	var refused atomic.Bool
-	var g errgroup.Group
-	g.SetLimit(inFlight)
-	for i, at := range wave {
-		g.Go(func() error {
-			if refused.Load() {
-				return nil
+	return inWindow(len(wave), inFlight, func(i int) error {
+		t := &stage[wave[i]]
+		if d := h.devs[t.key]; t.vpn && d.vpn {
+			if err := c.endVPN(ctx, d.active); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			t := &stage[at]
-			if d := h.devs[t.key]; t.vpn && d.vpn {
-				if err := c.endVPN(ctx, d.active); err != nil {
-					refused.Store(true)
-					errs[i] = fmt.Errorf("%s: %w", t.name, err)
-					return nil
-				}
-			}
-			if err := c.activateAgainOnce(ctx, t); err != nil {
-				refused.Store(true)
-				errs[i] = fmt.Errorf("%s: activating: %w", t.name, err)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return firstError(errs)
+		}
+		if err := c.activateAgainOnce(ctx, t); err != nil {
+			return fmt.Errorf("%s: activating: %w", t.name, err)
+		}
+		return nil
+	})
 }
 
 // waves order one stage's activations: a port is asked for once its controller's
@@ -749,52 +735,53 @@ type savedProfile struct {
 // starts; those under way finish, and the checkpoint's rollback deletes what they added.
 func (c *Client) saveAll(ctx context.Context, ifaces []state.Interface, owned map[string]profile, wants []settings) ([]savedProfile, error) {
 	out := make([]savedProfile, len(ifaces))
-	errs := make([]error, len(ifaces))
-	var refused atomic.Bool
-	var g errgroup.Group
-	g.SetLimit(callsInFlight)
-	for i, it := range ifaces {
-		g.Go(func() error {
-			if refused.Load() {
-				return nil
-			}
-			key := it.Key()
-			path, changed, err := c.save(ctx, owned[key], wants[i])
-			if err != nil {
-				refused.Store(true)
-				errs[i] = fmt.Errorf("%s: saving its profile: %w", key, err)
-			}
-			out[i] = savedProfile{path: path, changed: changed}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	if err := firstError(errs); err != nil {
+	err := inWindow(len(ifaces), callsInFlight, func(i int) error {
+		key := ifaces[i].Key()
+		path, changed, err := c.save(ctx, owned[key], wants[i])
+		if err != nil {
+			return fmt.Errorf("%s: saving its profile: %w", key, err)
+		}
+		out[i] = savedProfile{path: path, changed: changed}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// inParallel calls do(i) for each i below n, up to callsInFlight at once. Reading a node
-// asks NetworkManager a question per profile or active device; one at a time, the round
-// trips (not NetworkManager's work) were most of a read of 500 active interfaces.
-func inParallel(n int, do func(i int)) {
+// inWindow calls do(i) for each i below n, up to inFlight at once. After one fails no other
+// starts; those under way finish. It returns the first error in i's order, whichever came
+// back first.
+func inWindow(n, inFlight int, do func(i int) error) error {
+	errs := make([]error, n)
+	var failed atomic.Bool
 	var g errgroup.Group
-	g.SetLimit(callsInFlight)
+	g.SetLimit(inFlight)
 	for i := range n {
-		g.Go(func() error { do(i); return nil })
+		g.Go(func() error {
+			if !failed.Load() {
+				if errs[i] = do(i); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+			return nil
+		})
 	}
 	_ = g.Wait()
-}
-
-// firstError is the first refusal in the policy's order, whichever came back first.
-func firstError(errs []error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// inParallel calls do(i) for each i below n, up to callsInFlight at once. Reading a node
+// asks NetworkManager a question per profile or active device; one at a time, the round
+// trips (not NetworkManager's work) were most of a read of 500 active interfaces.
+func inParallel(n int, do func(i int)) {
+	_ = inWindow(n, callsInFlight, func(i int) error { do(i); return nil })
 }
 
 // save adds want as a new owned profile, or updates the owned one if it differs. It

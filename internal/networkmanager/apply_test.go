@@ -158,3 +158,46 @@ func TestWaves(t *testing.T) {
 		})
 	}
 }
+
+func TestInWindow(t *testing.T) {
+	t.Run("each once, never more than the window at once", func(t *testing.T) {
+		var running, most atomic.Int32
+		called := make([]atomic.Int32, 50)
+		err := inWindow(50, 4, func(i int) error {
+			now := running.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			called[i].Add(1)
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range called {
+			if called[i].Load() != 1 {
+				t.Errorf("%d called %d times", i, called[i].Load())
+			}
+		}
+		if most.Load() > 4 {
+			t.Errorf("%d at once, window 4", most.Load())
+		}
+	})
+	t.Run("after a refusal nothing starts, and the first in order is returned", func(t *testing.T) {
+		var calls atomic.Int32
+		err := inWindow(100, 1, func(i int) error {
+			calls.Add(1)
+			if i >= 3 {
+				return fmt.Errorf("refused %d", i)
+			}
+			return nil
+		})
+		if err == nil || err.Error() != "refused 3" {
+			t.Errorf("got %v, want refused 3", err)
+		}
+		if calls.Load() != 4 {
+			t.Errorf("%d calls, want 4: none after the refusal", calls.Load())
+		}
+	})
+}
