@@ -95,12 +95,9 @@ func (t *Transaction) failed(ctx context.Context, err error) error {
 
 // unconverged says what of the change is not in effect.
 func (t *Transaction) unconverged(ctx context.Context) ([]string, error) {
-	if t.verify == nil {
-		return t.c.unconverged(ctx, t.desired)
-	}
-	current, err := t.c.Show(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the state back: %w", err)
+	diffs, current, err := t.c.unconverged(ctx, t.desired)
+	if err != nil || t.verify == nil {
+		return diffs, err
 	}
 	return t.verify(current), nil
 }
@@ -330,11 +327,10 @@ const settleTime = 3 * time.Second
 func (c *Client) settled(ctx context.Context, desired state.State, again func(context.Context, state.State) (bool, error)) ([]string, error) {
 	deadline := time.Now().Add(settleTime)
 	for {
-		current, err := c.Show(ctx)
+		diffs, current, err := c.unconverged(ctx, desired)
 		if err != nil {
-			return nil, fmt.Errorf("reading the state back: %w", err)
+			return nil, err
 		}
-		diffs := state.Verify(desired, current)
 		if len(diffs) > 0 && again != nil {
 			did, err := again(ctx, current)
 			if again = nil; err != nil {
@@ -357,13 +353,14 @@ func (c *Client) settled(ctx context.Context, desired state.State, again func(co
 	}
 }
 
-// unconverged reads the state back and says what of desired is not in effect.
-func (c *Client) unconverged(ctx context.Context, desired state.State) ([]string, error) {
+// unconverged reads the state back and says what of desired is not in effect, with the
+// state it read.
+func (c *Client) unconverged(ctx context.Context, desired state.State) ([]string, state.State, error) {
 	current, err := c.Show(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the state back: %w", err)
+		return nil, state.State{}, fmt.Errorf("reading the state back: %w", err)
 	}
-	return state.Verify(desired, current), nil
+	return state.Verify(desired, current), current, nil
 }
 
 // profile is one connection profile NetworkManager holds.

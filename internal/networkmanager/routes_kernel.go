@@ -177,28 +177,18 @@ func KernelDefaultGateway() (netip.Addr, error) {
 	return defaultGateway(routes), nil
 }
 
-// defaultGateway picks as state.DefaultGateway does: the main table's IPv4 default route
-// with the lowest metric, else the IPv6 one.
+// defaultGateway is state.DefaultGateway's pick among the kernel's unicast routes that
+// have a next hop.
 func defaultGateway(routes []kernelRoute) netip.Addr {
-	var best [2]netip.Addr // IPv4, IPv6
-	var bestMetric [2]int
+	s := state.State{Routes: &state.Routes{}}
 	for _, r := range routes {
-		p, err := netip.ParsePrefix(r.Destination)
-		if err != nil || r.Type != "" || p.Bits() != 0 || r.Table != unix.RT_TABLE_MAIN || !r.Gateway.IsValid() || r.Gateway.IsUnspecified() {
+		if r.Type != "" || !r.Gateway.IsValid() {
 			continue
 		}
-		f := 0
-		if r.Gateway.Is6() && !r.Gateway.Is4In6() {
-			f = 1
-		}
-		if !best[f].IsValid() || r.Metric < bestMetric[f] {
-			best[f], bestMetric[f] = r.Gateway, r.Metric
-		}
+		table, metric := r.Table, r.Metric
+		s.Routes.Running = append(s.Routes.Running, state.Route{Destination: r.Destination, NextHopAddress: r.Gateway.Unmap().String(), TableID: &table, Metric: &metric})
 	}
-	if best[0].IsValid() {
-		return best[0]
-	}
-	return best[1]
+	return state.DefaultGateway(s)
 }
 
 // routeTypes names the kernel's route types nmstate has; unicast is "".
