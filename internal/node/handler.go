@@ -180,17 +180,20 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Grants are gathered before a pass: the controller grants each policy's slots on its
 // own, and policies created together would otherwise cost a transaction (and its probes)
-// each. A pass woken by a grant waits until none came for grantQuiet, and no longer than
-// grantGathering after the first: a lone grant is applied at once, a burst together.
+// each. While another selected policy still waits for its grant, a pass woken by a grant
+// waits until none came for grantQuiet, and no longer than grantGathering after the
+// first: a burst is applied together. When none waits, no grant can join the pass, and it
+// goes at once.
 const (
 	grantQuiet     = 300 * time.Millisecond
 	grantGathering = 2 * time.Second
 )
 
 // gatherWait is how long a pass waits for more grants: the burst began at first, its last
-// grant came at last (zero: no burst).
-func gatherWait(first, last, now time.Time) time.Duration {
-	if first.IsZero() {
+// grant came at last (zero: no burst); awaited says whether a selected policy still waits
+// for its grant.
+func gatherWait(first, last, now time.Time, awaited bool) time.Duration {
+	if first.IsZero() || !awaited {
 		return 0
 	}
 	quiet, capped := last.Add(grantQuiet).Sub(now), first.Add(grantGathering).Sub(now)
@@ -210,10 +213,10 @@ func (h *Handler) grantArrived(now time.Time) {
 
 // gathering is how long the pass must still wait for grants; once none is to come, the
 // burst is over.
-func (h *Handler) gathering(now time.Time) time.Duration {
+func (h *Handler) gathering(now time.Time, awaited bool) time.Duration {
 	h.burst.Lock()
 	defer h.burst.Unlock()
-	wait := gatherWait(h.burst.first, h.burst.last, now)
+	wait := gatherWait(h.burst.first, h.burst.last, now, awaited)
 	if wait == 0 {
 		h.burst.first, h.burst.last = time.Time{}, time.Time{}
 	}
@@ -233,12 +236,12 @@ func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconci
 				return
 			}
 			h.grantArrived(time.Now())
-			q.AddAfter(req, grantQuiet)
+			q.Add(req) // the pass decides whether to gather more
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			if e.ObjectOld.GetAnnotations()[shared.RolloutSlotAnnotation] != e.ObjectNew.GetAnnotations()[shared.RolloutSlotAnnotation] {
 				h.grantArrived(time.Now())
-				q.AddAfter(req, grantQuiet)
+				q.Add(req)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
@@ -252,9 +255,6 @@ func (h *Handler) onEnactment() handler.TypedEventHandler[client.Object, reconci
 // up to date: a new or changed policy, a label change, a new boot. It returns once its
 // cache shows what it wrote, so the next pass never decides on stale enactments.
 func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if wait := h.gathering(time.Now()); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
-	}
 	if !h.writes.Await(ctx, h.Client, h.APIReader) {
 		// A cache still without the last pass's writes (an API server dropping watches)
 		// would have this pass write them again, or conflict.
@@ -358,6 +358,10 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	v, err := h.read(ctx)
 	if v == nil || err != nil {
 		return reconcile.Result{}, err
+	}
+	// Before the drift check, which takes the change it was told of.
+	if wait := h.gathering(time.Now(), len(Decide(h.snapshot(v, false)).Waiting) > 0); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName)
 	var reapply bool
