@@ -93,8 +93,9 @@ func (c *benchCluster) node(b *testing.B, name string, extra func(*nmhost.Node) 
 // node.
 const handlerPprofAddr = "127.0.0.1:6060"
 
-// profileSeconds is how long a benchmark profiles its handler during an apply.
-const profileSeconds = 60
+// profileSeconds is how long a benchmark profiles its handler during an apply: the
+// scale bench's apply takes 7-9 s here.
+const profileSeconds = 30
 
 // profileHandler starts a CPU profile and an execution trace (from which wall-clock
 // profiles of blocking are made: go tool trace -pprof=net|sync|syscall|sched) of the

@@ -138,7 +138,6 @@ func BenchmarkScale(b *testing.B) {
 	waitUntil(b, 10*time.Minute, available("scale-500"), diag)
 	applyTime := time.Since(start)
 	peak, nmPeak := peakOf()
-	defer profiled()
 	fmt.Printf("policy with %d interfaces, one transaction: Available %.1fs after it was created\n", policyIfaces, applyTime.Seconds())
 
 	// The NodeNetworkState, once it shows the addresses.
@@ -149,6 +148,9 @@ func BenchmarkScale(b *testing.B) {
 		}
 		return strings.Contains(string(nns.Status.CurrentState.Raw), fmt.Sprintf(`"10.%d.%d.1"`, (policyIfaces-1)/250, (policyIfaces-1)%250)), nil
 	}, diag)
+	// The CPU profile and the execution trace end first: their buffers, and the trace's
+	// stream, are the handler's memory and CPU while they run.
+	profiled()
 	time.Sleep(15 * time.Second) // at rest: nothing left to do
 	rest, nmRest := n.handlerMemoryAtRest(pid), kit.ProcStatusKiB(n.NMPID(), "VmRSS")/1024
 	n.saveHandlerProfile(b, "/debug/pprof/heap?gc=1", "scale-rest.heap.pprof", time.Minute)
