@@ -359,12 +359,12 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 	if v == nil || err != nil {
 		return reconcile.Result{}, err
 	}
-	// Before the drift check, which takes the change it was told of.
-	if wait := h.gathering(time.Now(), len(Decide(h.snapshot(v, false)).Waiting) > 0); wait > 0 {
+	s := h.snapshot(v, false)
+	d := Decide(s)
+	if wait := h.gathering(time.Now(), len(d.Waiting) > 0); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("node", h.NodeName)
-	var reapply bool
 	var recheck time.Duration
 	if v.degraded == "" {
 		overlayDegraded.Set(0)
@@ -375,9 +375,19 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 				log.Error(err, "restoring the last committed state")
 				return reconcile.Result{RequeueAfter: restoreRetry}, nil
 			}
+			s = h.snapshot(v, false)
+			d = Decide(s)
 		}
-		if reapply, recheck, err = h.checkDrift(ctx, v); err != nil {
-			return reconcile.Result{}, err
+		// A pass that applies skips the drift check and its read of the node (0.4-0.5 s
+		// on 2,000 interfaces): the apply verifies every policy's state and activates
+		// again what drifted. The change stays noted for the next pass that does not.
+		if !d.Apply {
+			var reapply bool
+			if reapply, recheck, err = h.checkDrift(ctx, v); err != nil {
+				return reconcile.Result{}, err
+			}
+			s = h.snapshot(v, reapply) // the drift found is in it too
+			d = Decide(s)
 		}
 	} else {
 		overlayDegraded.Set(1)
@@ -385,8 +395,6 @@ func (h *Handler) reconcile(ctx context.Context, w *readyourwrites.Writes) (reco
 			log.Error(err, "planning the node's migration from kubernetes-nmstate")
 		}
 	}
-	s := h.snapshot(v, reapply)
-	d := Decide(s)
 	h.logDecision(ctx, s, d)
 	if d.Settle {
 		var applyErr error

@@ -112,6 +112,17 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	waitUntil(b, 3*time.Minute, available("scale-uplink"), diag)
+	// The node at rest before the policy is created, as for the floor: the handler's read
+	// of the node after the uplink's apply (for its NodeNetworkState and drift check) is
+	// over once the NodeNetworkState shows the uplink's address.
+	waitUntil(b, time.Minute, func() (bool, error) {
+		var nns v1beta1.NodeNetworkState
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &nns); err != nil {
+			return false, err
+		}
+		return strings.Contains(string(nns.Status.CurrentState.Raw), `"192.0.2.10"`), nil
+	}, diag)
+	time.Sleep(time.Second)
 
 	// One policy, 500 interfaces.
 	type iface struct {
