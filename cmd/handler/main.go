@@ -203,7 +203,7 @@ func run(o options) error {
 	// reporter ends with ctx
 	go forwardChanges(nmChanges, reads.Changed, lowerChanged, markerChanged, netChanged, wake, changes, overlayChanged, nodeName, layout.Lower)
 	if err := mgr.Add(&node.Reporter{
-		Client: mgr.GetClient(), NodeName: nodeName, Show: reads.Read, Changes: changes, Urgent: overlayChanged,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: nodeName, Show: reads.Read, Changes: changes, Urgent: overlayChanged,
 		NMVersion: nm.Version, Backend: h.Backend.Name(),
 		NMCapabilities: func() ([]string, error) {
 			caps, err := nm.Capabilities()

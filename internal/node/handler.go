@@ -121,7 +121,7 @@ func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
 		&v1beta1.NodeNetworkConfigurationEnactment{}: {Label: labels.SelectorFromSet(labels.Set{shared.NodeLabel: nodeName})},
-		&v1beta1.NodeNetworkState{}:                  {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+		NodeNetworkStateMeta(""):                     {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
 	}}
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -53,8 +54,12 @@ type Reporter struct {
 	// EngineVersion is the NodeNetworkState's handlerNmstateVersion (version.Engine).
 	EngineVersion string
 	// Cache, when set, brings the NodeNetworkState back at once when someone deletes it
-	// (its informer's delete event), not at the next change or resync.
+	// (its informer's delete event), not at the next change or resync. It is asked for
+	// the object's metadata only (NodeNetworkStateMeta).
 	Cache cache.Informers
+	// APIReader reads the NodeNetworkState whole when what the reporter remembers of it
+	// no longer holds (at start, after someone else changed it). Nil: Client.
+	APIReader client.Reader
 	// Backend names the backend the node's handler applies policies with.
 	Backend string
 	// Overlay reports the node's keyfile overlay (nm-overlay's status and marker).
@@ -82,6 +87,27 @@ type Reporter struct {
 	// not of a step on the way; the handler's own applies are held by Transactions. Default
 	// DefaultQuiet.
 	Quiet time.Duration
+
+	// written: the NodeNetworkState as this reporter last wrote or read it (report).
+	written *written
+}
+
+// written is the NodeNetworkState as the reporter last wrote or read it, without its
+// state, and a digest of the state. The state (430 KB on 2,000 interfaces) is kept
+// neither here nor in the cache, which holds the object's metadata only: a watch of
+// the whole object kept a copy of it and decode buffers its size (measured: about 2 MB
+// of the handler's memory at rest on that node), and decoded each write again.
+type written struct {
+	nns *v1beta1.NodeNetworkState // status.currentState left out
+	sum [sha256.Size]byte
+}
+
+// NodeNetworkStateMeta is the metadata of the NodeNetworkState named name, as the
+// handler's cache holds it.
+func NodeNetworkStateMeta(name string) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	m.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("NodeNetworkState"))
+	return m
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).
@@ -104,7 +130,7 @@ func (r *Reporter) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("nns-reporter")
 	deleted := make(chan struct{}, 1)
 	if r.Cache != nil {
-		inf, err := r.Cache.GetInformer(ctx, &v1beta1.NodeNetworkState{})
+		inf, err := r.Cache.GetInformer(ctx, NodeNetworkStateMeta(""))
 		if err != nil {
 			return err
 		}
@@ -259,9 +285,11 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 			return false, errTransactionBegun
 		}
 	}
-	nns := &v1beta1.NodeNetworkState{}
-	err = r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, nns)
-	if apierrors.IsNotFound(err) {
+	nns, sum, err := r.lastWritten(ctx, readErr != nil)
+	if err != nil {
+		return false, err
+	}
+	if nns == nil {
 		nns = &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}
 		node := &corev1.Node{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, node); err == nil {
@@ -270,8 +298,7 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 		if err := r.Client.Create(ctx, nns); err != nil {
 			return false, err
 		}
-	} else if err != nil {
-		return false, err
+		sum = stateSum(nil)
 	}
 	if readErr != nil {
 		// What was read last stands, said to be old.
@@ -280,7 +307,8 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	}
 	status.Conditions = slices.Clone(nns.Status.Conditions)
 	shared.SetNodeNetworkState(&status.Conditions, readErr)
-	if sameState(nns.Status.CurrentState.Raw, status.CurrentState.Raw) && equality.Semantic.DeepEqual(withoutState(nns.Status), withoutState(status)) {
+	newSum := stateSum(status.CurrentState.Raw)
+	if newSum == sum && equality.Semantic.DeepEqual(withoutState(nns.Status), withoutState(status)) {
 		return false, readErr
 	}
 	if readErr == nil {
@@ -288,24 +316,70 @@ func (r *Reporter) report(ctx context.Context) (wrote bool, err error) {
 	}
 	nns.Status = status
 	if err := r.Client.Status().Update(ctx, nns); err != nil {
+		r.written = nil // read it whole again
 		return false, err
 	}
+	r.remember(nns, newSum)
 	nnsWrites.Inc()
 	return true, readErr
 }
 
-// withoutState is a status without what sameState compares (its JSON key order may
-// differ) and the time of the last write.
+// withoutState is a status without what stateSum digests and the time of the last write.
 func withoutState(s v1beta1.NodeNetworkStateStatus) v1beta1.NodeNetworkStateStatus {
 	s.CurrentState, s.LastSuccessfulUpdateTime = shared.State{}, metav1.Time{}
 	return s
 }
 
-// sameState compares two JSON documents by content (the API server may reorder keys).
-func sameState(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return bytes.Equal(a, b)
+// lastWritten is the NodeNetworkState as last written or read, and its state's digest;
+// nil when there is none. The cache says whether it exists and at which version; what
+// the reporter remembers serves while that is the version it wrote. Otherwise, or
+// withState, it is read whole.
+func (r *Reporter) lastWritten(ctx context.Context, withState bool) (*v1beta1.NodeNetworkState, [sha256.Size]byte, error) {
+	var none [sha256.Size]byte
+	key := types.NamespacedName{Name: r.NodeName}
+	meta := NodeNetworkStateMeta(r.NodeName)
+	if err := r.Client.Get(ctx, key, meta); apierrors.IsNotFound(err) {
+		r.written = nil
+		return nil, none, nil
+	} else if err != nil {
+		return nil, none, err
 	}
-	return equality.Semantic.DeepEqual(x, y)
+	if w := r.written; w != nil && !withState && meta.ResourceVersion == w.nns.ResourceVersion {
+		return w.nns.DeepCopy(), w.sum, nil
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	nns := &v1beta1.NodeNetworkState{}
+	if err := reader.Get(ctx, key, nns); apierrors.IsNotFound(err) {
+		r.written = nil
+		return nil, none, nil
+	} else if err != nil {
+		return nil, none, err
+	}
+	sum := stateSum(nns.Status.CurrentState.Raw)
+	r.remember(nns, sum)
+	return nns, sum, nil
+}
+
+// remember keeps what was written or read of the NodeNetworkState, without its state.
+func (r *Reporter) remember(nns *v1beta1.NodeNetworkState, sum [sha256.Size]byte) {
+	kept := nns.DeepCopy()
+	kept.Status.CurrentState = shared.State{}
+	r.written = &written{nns: kept, sum: sum}
+}
+
+// stateSum is a digest of a state's JSON by content: the API server orders its keys
+// otherwise than the handler wrote them.
+func stateSum(raw []byte) [sha256.Size]byte {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber() // numbers as written, not as float64
+	var v any
+	if d.Decode(&v) == nil {
+		if canonical, err := json.Marshal(v); err == nil { // map keys sorted
+			raw = canonical
+		}
+	}
+	return sha256.Sum256(raw)
 }

@@ -26,3 +26,30 @@ func TestNextSpacing(t *testing.T) {
 		})
 	}
 }
+
+// The digest that tells whether the state changed is by content: the API server gives
+// the state back with its keys in its own order.
+func TestStateSum(t *testing.T) {
+	ours := []byte(`{"interfaces":[{"name":"eth0","mtu":1500,"type":"ethernet"}],"routes":{"running":[]}}`)
+	for _, tc := range []struct {
+		name  string
+		other []byte
+		same  bool
+	}{
+		{"the same", ours, true},
+		{"keys in another order, other spacing", []byte(`{"routes": {"running": []}, "interfaces": [{"type": "ethernet", "mtu": 1500, "name": "eth0"}]}`), true},
+		{"a value changed", []byte(`{"interfaces":[{"name":"eth0","mtu":9000,"type":"ethernet"}],"routes":{"running":[]}}`), false},
+		{"an interface more", []byte(`{"interfaces":[{"name":"eth0","mtu":1500,"type":"ethernet"},{"name":"eth1"}],"routes":{"running":[]}}`), false},
+		{"nothing", nil, false},
+		{"not JSON", []byte(`{"interfaces":`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stateSum(tc.other) == stateSum(ours); got != tc.same {
+				t.Errorf("same digest: %v, want %v", got, tc.same)
+			}
+		})
+	}
+	if stateSum(nil) != stateSum([]byte{}) {
+		t.Error("no state has one digest")
+	}
+}

@@ -203,7 +203,7 @@ func (o *overlayNode) startHandler(cfg *rest.Config, k8s client.Client, nodeName
 			nm.Close()
 			return nil, err
 		}
-		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: nodeName, Changes: changes, MinInterval: time.Second, MaxInterval: time.Second,
+		if err := mgr.Add(&node.Reporter{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: nodeName, Changes: changes, MinInterval: time.Second, MaxInterval: time.Second,
 			Transactions: h.Transactions, Show: engine.Show, NMVersion: nm.Version, NMCapabilities: func() ([]string, error) {
 				caps, err := nm.Capabilities()
 				return caps.Names(), err

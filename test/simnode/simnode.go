@@ -216,7 +216,7 @@ func (n *Node) Start() error {
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	err = mgr.Add(&node.Reporter{Client: mgr.GetClient(), NodeName: n.Name, Changes: n.Engine.changes,
+	err = mgr.Add(&node.Reporter{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: n.Name, Changes: n.Engine.changes,
 		Show:          func(context.Context) (state.State, error) { s, _ := n.Engine.Last(); return s, nil },
 		NMVersion:     func() (string, error) { return "1.42.4", nil },
 		EngineVersion: version.Engine("simulated"), Cache: mgr.GetCache(), Transactions: h.Transactions,
