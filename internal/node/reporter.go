@@ -95,8 +95,9 @@ type Reporter struct {
 // written is the NodeNetworkState as the reporter last wrote or read it, without its
 // state, and a digest of the state. The state (430 KB on 2,000 interfaces) is kept
 // neither here nor in the cache, which holds the object's metadata only: a watch of
-// the whole object kept a copy of it and decode buffers its size (measured: about 2 MB
-// of the handler's memory at rest on that node), and decoded each write again.
+// the whole object kept a copy of it and decode buffers its size, and decoded each of
+// the reporter's writes again (with it gone, and the gateway probe's dump of links, the
+// handler's anonymous memory at rest on that node fell from 20.0 to 14.3-14.6 MiB).
 type written struct {
 	nns *v1beta1.NodeNetworkState // status.currentState left out
 	sum [sha256.Size]byte
@@ -363,10 +364,13 @@ func (r *Reporter) lastWritten(ctx context.Context, withState bool) (*v1beta1.No
 	return nns, sum, nil
 }
 
-// remember keeps what was written or read of the NodeNetworkState, without its state.
+// remember keeps what was written or read of the NodeNetworkState, without its state
+// (not copied either).
 func (r *Reporter) remember(nns *v1beta1.NodeNetworkState, sum [sha256.Size]byte) {
+	current := nns.Status.CurrentState
+	nns.Status.CurrentState = shared.State{}
 	kept := nns.DeepCopy()
-	kept.Status.CurrentState = shared.State{}
+	nns.Status.CurrentState = current
 	r.written = &written{nns: kept, sum: sum}
 }
 
