@@ -68,25 +68,21 @@ func BenchmarkScale(b *testing.B) {
 		j := policyIfaces + i
 		return fmt.Sprintf("10.%d.%d.1", j/250, j%250)
 	}
-	// timeFloor times each order and returns the lowest.
-	timeFloor := func() (floor time.Duration, timed string) {
-		var each []string
-		for _, order := range floorOrders {
-			took, clean, err := nmFloor(ctx, n.BusAddress(), floorNames, floorAddr, order)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := clean(); err != nil {
-				b.Fatal(err)
-			}
-			if floor == 0 || took < floor {
-				floor = took
-			}
-			each = append(each, fmt.Sprintf("%s %.1fs", order.name, took.Seconds()))
+	var floor time.Duration
+	var timed []string
+	for _, order := range floorOrders {
+		took, clean, err := nmFloor(ctx, n.BusAddress(), floorNames, floorAddr, order)
+		if err != nil {
+			b.Fatal(err)
 		}
-		return floor, strings.Join(each, "; ")
+		if err := clean(); err != nil {
+			b.Fatal(err)
+		}
+		if floor == 0 || took < floor {
+			floor = took
+		}
+		timed = append(timed, fmt.Sprintf("%s %.1fs", order.name, took.Seconds()))
 	}
-	floor, timed := timeFloor()
 
 	uplink := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale-uplink"}}
 	uplink.Spec.DesiredState = shared.State{Raw: []byte(`{"interfaces":[{"name":"eth1","type":"ethernet","state":"up","ipv4":{"enabled":true,"address":[{"ip":"192.0.2.10","prefix-length":24}]}}],
@@ -115,17 +111,21 @@ func BenchmarkScale(b *testing.B) {
 			return node.IsTrue(e, shared.EnactmentAvailable, "") && e.Status.BootID == boot, nil
 		}
 	}
+	// shows: the node's NodeNetworkState, read into nns, has what in its state.
+	var nns v1beta1.NodeNetworkState
+	shows := func(what string) func() (bool, error) {
+		return func() (bool, error) {
+			if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &nns); err != nil {
+				return false, err
+			}
+			return strings.Contains(string(nns.Status.CurrentState.Raw), what), nil
+		}
+	}
 	waitUntil(b, 3*time.Minute, available("scale-uplink"), diag)
 	// The node at rest before the policy is created, as for the floor: the handler's read
 	// of the node after the uplink's apply (for its NodeNetworkState and drift check) is
 	// over once the NodeNetworkState shows the uplink's address.
-	waitUntil(b, time.Minute, func() (bool, error) {
-		var nns v1beta1.NodeNetworkState
-		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &nns); err != nil {
-			return false, err
-		}
-		return strings.Contains(string(nns.Status.CurrentState.Raw), `"192.0.2.10"`), nil
-	}, diag)
+	waitUntil(b, time.Minute, shows(`"192.0.2.10"`), diag)
 	time.Sleep(time.Second)
 
 	// One policy, 500 interfaces.
@@ -156,13 +156,7 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("policy with %d interfaces, one transaction: Available %.1fs after it was created\n", policyIfaces, applyTime.Seconds())
 
 	// The NodeNetworkState, once it shows the addresses.
-	var nns v1beta1.NodeNetworkState
-	waitUntil(b, 2*time.Minute, func() (bool, error) {
-		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &nns); err != nil {
-			return false, err
-		}
-		return strings.Contains(string(nns.Status.CurrentState.Raw), fmt.Sprintf(`"10.%d.%d.1"`, (policyIfaces-1)/250, (policyIfaces-1)%250)), nil
-	}, diag)
+	waitUntil(b, 2*time.Minute, shows(fmt.Sprintf(`"10.%d.%d.1"`, (policyIfaces-1)/250, (policyIfaces-1)%250)), diag)
 	// The CPU profile and the execution trace end first: their buffers, and the trace's
 	// stream, are the handler's memory and CPU while they run.
 	profiled()
@@ -208,7 +202,7 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("  after a reboot: both policies (%d interfaces) Available %.1fs after the handler started\n", policyIfaces+1, reconverged.Seconds())
 
 	fmt.Printf("  NetworkManager's floor: the same %d profiles over D-Bus, %s (apply/floor %.2fx, after a reboot/floor %.2fx, against the lowest)\n",
-		policyIfaces, timed, applyTime.Seconds()/floor.Seconds(), reconverged.Seconds()/floor.Seconds())
+		policyIfaces, strings.Join(timed, "; "), applyTime.Seconds()/floor.Seconds(), reconverged.Seconds()/floor.Seconds())
 	// The handler is stopped, so that it does not read the node after each naive change
 	// (the naive way's profiles replace the policy's on its first interfaces).
 	_ = proc.Process.Kill()
