@@ -263,10 +263,12 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	}
 	// Planned before the checkpoint: what cannot be placed (DNS with no interface to carry
 	// it) is refused with nothing changed.
+	log, began := logr.FromContextOrDiscard(ctx).V(1), time.Now()
 	h, err := c.readHost(ctx)
 	if err != nil {
 		return nil, err
 	}
+	log.Info("read the node", "profiles", len(h.profiles), "devices", len(h.devs), "took", since(began))
 	if desired, err = h.resolveIdentifiers(desired); err != nil {
 		return nil, err
 	}
@@ -305,16 +307,21 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		stopKeeping()
 		return fail(err)
 	}
+	verifying := time.Now()
 	diffs, err := c.settled(ctx, desired, again)
 	stopKeeping()
 	if err != nil {
 		return fail(err)
 	}
+	log.Info("verified", "differences", len(diffs), "took", since(verifying))
 	if len(diffs) > 0 {
 		return fail(errors.New("did not converge: " + strings.Join(diffs, "; ")))
 	}
 	return tx, nil
 }
+
+// since is the time from start, as logged: where a slow apply goes (its steps at V(1)).
+func since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
 
 // settleTime is how long after activation what NetworkManager reports may still lag what
 // it did: 1.52 announces a device activated before its IP configuration's D-Bus object
@@ -408,10 +415,12 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 		}
 		kept, wants = append(kept, it), append(wants, want)
 	}
+	log, saving := logr.FromContextOrDiscard(ctx).V(1), time.Now()
 	saved, err := c.saveAll(ctx, kept, h.owned, wants)
 	if err != nil {
 		return nil, err
 	}
+	log.Info("saved the profiles", "profiles", len(kept), "deleted", len(pl.deletes), "took", since(saving))
 	var toActivate, unchanged []activation
 	interfaceOf := map[string]state.Interface{} // the unchanged ones, by key
 	for i, it := range kept {
@@ -436,9 +445,11 @@ func (c *Client) carryOut(ctx context.Context, h *host, pl *applySteps, desired 
 			interfaceOf[key] = it
 		}
 	}
+	activating := time.Now()
 	if err := c.activateAll(ctx, h, pl, toActivate, unchanged, opts); err != nil {
 		return nil, err
 	}
+	log.Info("activated", "interfaces", len(toActivate), "unchanged", len(unchanged), "took", since(activating))
 	// An unchanged interface may no longer run what its profile says (an address deleted,
 	// a route removed, outside nmoverlay): activating its profile again puts it back. The
 	// verification's read of the node tells; reading it here as well cost a read of
