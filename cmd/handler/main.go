@@ -133,7 +133,7 @@ func run(o options) error {
 	}
 	defer nm.Close()
 
-	mgr, cfg, dialer, err := newManager(o)
+	mgr, cfg, conns, err := newManager(o)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	h := newHandler(o, mgr, cfg, dialer, nm, layout, engine)
+	h := newHandler(o, mgr, cfg, conns, nm, layout, engine)
 	// A write into the lower dir while mounted makes the node refuse policies and report
 	// it at once, not at the next policy change.
 	lowerChanged, err := overlay.WatchLower(ctx, layout)
@@ -223,37 +223,46 @@ func run(o options) error {
 }
 
 // newManager makes the controller manager, its cache limited to the node's objects, with
-// health and readiness checks. Its clients dial through the returned dialer.
-func newManager(o options) (ctrl.Manager, *rest.Config, *connrotation.Dialer, error) {
+// health and readiness checks. Its clients dial through the returned apiConns.
+func newManager(o options) (ctrl.Manager, *rest.Config, apiConns, error) {
 	scheme, err := api.NewScheme()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, apiConns{}, err
 	}
 	cfg := ctrl.GetConfigOrDie()
-	// One dialer for every client, so an apply can drop the connections it may have killed.
-	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
-	cfg.Dial = dialer.DialContext
+	conns := apiConns{local: &node.LocalAddrs{}}
+	conns.dialer = connrotation.NewDialer(conns.local.Dial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext))
+	cfg.Dial = conns.dialer.DialContext
 	metrics, err := serving.Metrics(o.metricsAddr, o.metricsSecure, o.metricsTLS)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, apiConns{}, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: node.CacheOptions(o.nodeName),
 		Metrics: metrics, HealthProbeBindAddress: o.probeAddr, PprofBindAddress: o.pprofAddr})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, apiConns{}, err
 	}
-	return mgr, cfg, dialer, nil
+	return mgr, cfg, conns, nil
+}
+
+// apiConns are the clients' connections to the API server: one dialer for every client,
+// so that an apply can drop the connections it may have killed, and their local
+// addresses, so that it knows at once those whose address it removed.
+type apiConns struct {
+	dialer *connrotation.Dialer
+	local  *node.LocalAddrs
 }
 
 // newHandler makes the node handler: its engine, probes, and what it reads of the boot
 // and of the overlay. The channels it is woken by are set by the caller.
-func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, dialer *connrotation.Dialer, nm *networkmanager.Client, layout paths.Layout,
+func newHandler(o options, mgr ctrl.Manager, cfg *rest.Config, conns apiConns, nm *networkmanager.Client, layout paths.Layout,
 	backend backend.Backend) *node.Handler {
 	return &node.Handler{
 		Client:   mgr.GetClient(),
 		NodeName: o.nodeName,
 		// An apply can kill the API server connections: dropped when they no longer answer.
-		Backend:   node.Reconnecting{Backend: backend, CloseAll: dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient())},
+		Backend: node.Reconnecting{Backend: backend, CloseAll: conns.dialer.CloseAll, Alive: alive(cfg, mgr.GetHTTPClient()),
+			Gone: conns.local.Gone},
 		Events:    mgr.GetEventRecorder("nmoverlay-handler"),
 		APIReader: mgr.GetAPIReader(),
 		Probes:    probes(cfg, mgr.GetAPIReader(), o.nodeName, o.dnsHost, o.probeTimeout, o.disabledProbes),

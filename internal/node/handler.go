@@ -82,6 +82,8 @@ type Handler struct {
 	drift      drift
 
 	started time.Time // for the boot re-convergence metric
+	// firstPass ends the reporter's wait for this process's first pass (Transactions.Expect).
+	firstPass func()
 	// failures: the applies that failed, in memory (a restarted handler tries once at
 	// once). One worker: no lock.
 	failures failures
@@ -130,6 +132,9 @@ func CacheOptions(nodeName string) cache.Options {
 // and deletion.
 func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	h.started = time.Now()
+	if h.Transactions != nil {
+		h.firstPass = h.Transactions.Expect(firstPassHold)
+	}
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: h.NodeName}}}
 	})
@@ -177,6 +182,11 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.Complete(h)
 }
+
+// firstPassHold bounds how long the reporter waits for the handler's first pass
+// (Transactions.Expect): a pass needs the cache synced, and the NodeNetworkState is not to
+// wait on an API server that does not answer.
+const firstPassHold = time.Minute
 
 // Grants are gathered before a pass: the controller grants each policy's slots on its
 // own, and policies created together would otherwise cost a transaction (and its probes)
@@ -262,6 +272,9 @@ func (h *Handler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	res, err := h.reconcile(ctx, &h.writes)
+	if h.firstPass != nil {
+		h.firstPass() // once its work is done: the wait for its writes to show is no read of the node
+	}
 	h.writes.Await(ctx, h.Client, h.APIReader)
 	return res, err
 }

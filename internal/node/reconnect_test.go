@@ -3,8 +3,12 @@ package node
 import (
 	"context"
 	"errors"
+	"net"
+	"net/netip"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/nmoverlay/nmoverlay/internal/backend"
 )
@@ -78,5 +82,95 @@ func TestReconnectingBoundsTheCheckByTheConnectionsBefore(t *testing.T) {
 				t.Errorf("the check after the apply was bounded by %v, want %v", bound, tc.wantBound)
 			}
 		})
+	}
+}
+
+// TestReconnectingClosesAtOnceWhenTheLocalAddressIsGone: connections whose local address
+// the apply removed are closed without waiting for them to answer.
+func TestReconnectingClosesAtOnceWhenTheLocalAddressIsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		gone       bool
+		wantAlive  bool // asked after the apply
+		wantClosed bool
+	}{
+		{"address gone: closed, not asked", true, false, true},
+		{"address still there: asked, and kept when it answers", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			applied, closed, askedAfter := false, false, false
+			r := Reconnecting{
+				Backend:  appliedBackend{after: func() { applied = true }},
+				CloseAll: func() { closed = true },
+				Alive: func(context.Context) error {
+					askedAfter = askedAfter || applied
+					return nil
+				},
+				Gone: func() (netip.Addr, bool) { return netip.MustParseAddr("192.0.2.20"), tc.gone },
+			}
+			if _, err := r.Apply(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if closed != tc.wantClosed || askedAfter != tc.wantAlive {
+				t.Errorf("closed %v, asked after the apply %v; want %v, %v", closed, askedAfter, tc.wantClosed, tc.wantAlive)
+			}
+		})
+	}
+}
+
+// TestLocalAddrs: real connections over loopback are tracked by their local address until
+// closed, whether by their client or by the dialer that wraps them, and Gone names one the
+// node no longer has.
+func TestLocalAddrs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	loopback := netip.MustParseAddr("127.0.0.1")
+	present := map[netip.Addr]bool{loopback: true}
+	l := &LocalAddrs{onNode: func(a netip.Addr) bool { return present[a] }}
+	rotating := connrotation.NewDialer(l.Dial((&net.Dialer{}).DialContext)) // as the handler's clients dial
+	a, err := rotating.DialContext(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rotating.DialContext(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, gone := l.Gone(); gone {
+		t.Fatalf("Gone says %s, which the node has", addr)
+	}
+	present[loopback] = false // as if the apply removed it
+	if addr, gone := l.Gone(); !gone || addr != loopback {
+		t.Fatalf("Gone: %s %v, want %s true", addr, gone, loopback)
+	}
+	_ = a.Close()
+	_ = a.Close() // a second close releases nothing more
+	if _, gone := l.Gone(); !gone {
+		t.Fatal("one connection from the address is still open: Gone must still say so")
+	}
+	rotating.CloseAll() // b, as Reconnecting does
+	if addr, gone := l.Gone(); gone {
+		t.Fatalf("no connection is open, yet Gone says %s", addr)
+	}
+}
+
+// TestOnNode asks the kernel: loopback is this machine's, TEST-NET-1's 192.0.2.77 is not.
+func TestOnNode(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1": true, "::1": true, "192.0.2.77": false, "2001:db8::77": false} {
+		if got := OnNode(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("OnNode(%s) = %v, want %v", addr, got, want)
+		}
 	}
 }

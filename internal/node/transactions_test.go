@@ -44,3 +44,26 @@ func TestTransactionsWait(t *testing.T) {
 		t.Fatal("waited after every transaction ended")
 	}
 }
+
+// TestTransactionsExpect: a pass expected is waited for as a transaction until it is over,
+// or until its bound passed.
+func TestTransactionsExpect(t *testing.T) {
+	var tx Transactions
+	over := tx.Expect(time.Hour)
+	if _, running := tx.mark(); !running {
+		t.Fatal("the expected pass is not waited for")
+	}
+	over()
+	over() // over twice is over once
+	if tx.wait(context.Background()) {
+		t.Fatal("waited after the pass was over")
+	}
+	tx.Expect(20 * time.Millisecond) // never said over
+	start := time.Now()
+	if !tx.wait(context.Background()) {
+		t.Fatal("did not wait for the expected pass")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("waited %v for a pass bounded by 20ms", took)
+	}
+}
