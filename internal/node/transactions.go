@@ -42,8 +42,9 @@ func (t *Transactions) Begin() (end func()) {
 // first, which in a new boot applies every policy. The reporter waits for it as for a
 // transaction: what it read meanwhile would be thrown away once the transaction began,
 // and its read of NetworkManager, which answers one call at a time, delayed the
-// transaction's (0.3 s of a boot's re-convergence on 2,000 interfaces). The function it
-// returns marks the pass over; after most it is over by itself.
+// transaction's own (on 2,000 interfaces, with dead connections closed at once, a boot's
+// re-convergence went from 7.8-8.4 s to 6.0-7.0 s). The function it returns marks the
+// pass over; after most it is over by itself.
 func (t *Transactions) Expect(most time.Duration) (over func()) {
 	end := t.Begin()
 	timer := time.AfterFunc(most, end)

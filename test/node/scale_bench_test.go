@@ -181,7 +181,6 @@ func BenchmarkScale(b *testing.B) {
 	// Re-convergence after a reboot: the profiles went with the boot (the overlay's upper
 	// layer is tmpfs), so the handler, started in the new boot, applies both policies again
 	// in one transaction; timed until both are Available in that boot.
-	profiled()
 	_ = proc.Process.Kill()
 	_ = proc.Wait()
 	if err := n.reboot(ctx); err != nil {
