@@ -69,6 +69,10 @@ type Transaction struct {
 	checkpoint checkpointID
 	record     record
 	desired    state.State
+	// scope is what the read back covers (scopeOf desired), known the paths of the devices
+	// it names that the apply found.
+	scope scope
+	known map[string]dbus.ObjectPath
 	// created are the interfaces the state names that did not exist before the apply.
 	created []string
 	// verify, when set, says what of the change does not run (instead of desired), and
@@ -95,7 +99,7 @@ func (t *Transaction) failed(ctx context.Context, err error) error {
 
 // unconverged says what of the change is not in effect.
 func (t *Transaction) unconverged(ctx context.Context) ([]string, error) {
-	diffs, current, err := t.c.unconverged(ctx, t.desired)
+	diffs, current, err := t.c.unconverged(ctx, t.desired, t.scope, t.known)
 	if err != nil || t.verify == nil {
 		return diffs, err
 	}
@@ -264,11 +268,11 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	// Planned before the checkpoint: what cannot be placed (DNS with no interface to carry
 	// it) is refused with nothing changed.
 	log, began := logr.FromContextOrDiscard(ctx).V(1), time.Now()
-	h, err := c.readHost(ctx)
+	h, err := c.readHost(ctx, scopeOf(desired))
 	if err != nil {
 		return nil, err
 	}
-	log.Info("read the node", "profiles", len(h.profiles), "devices", len(h.devs), "took", since(began))
+	log.Info("read the node", "profiles", len(h.profiles), "devices", len(h.devs), "scope", h.scope.String(), "took", since(began))
 	if desired, err = h.resolveIdentifiers(desired); err != nil {
 		return nil, err
 	}
@@ -291,7 +295,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 	if err != nil {
 		return nil, err
 	}
-	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired}
+	tx := &Transaction{c: c, checkpoint: cp, record: rec, desired: desired, scope: h.scope, known: h.paths()}
 	if len(vpns) > 0 {
 		tx.restore = func(ctx context.Context) error { return c.restoreVPNs(ctx, vpns) }
 	}
@@ -308,7 +312,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		return fail(err)
 	}
 	verifying := time.Now()
-	diffs, err := c.settled(ctx, desired, again)
+	diffs, err := c.settled(ctx, tx, again)
 	stopKeeping()
 	if err != nil {
 		return fail(err)
@@ -331,10 +335,10 @@ const settleTime = 3 * time.Second
 // settled is unconverged once it says nothing, or after settleTime. On the first read that
 // differs, again may activate some interfaces again (it says whether it did); the wait
 // starts over then.
-func (c *Client) settled(ctx context.Context, desired state.State, again func(context.Context, state.State) (bool, error)) ([]string, error) {
+func (c *Client) settled(ctx context.Context, tx *Transaction, again func(context.Context, state.State) (bool, error)) ([]string, error) {
 	deadline := time.Now().Add(settleTime)
 	for {
-		diffs, current, err := c.unconverged(ctx, desired)
+		diffs, current, err := c.unconverged(ctx, tx.desired, tx.scope, tx.known)
 		if err != nil {
 			return nil, err
 		}
@@ -360,10 +364,10 @@ func (c *Client) settled(ctx context.Context, desired state.State, again func(co
 	}
 }
 
-// unconverged reads the state back and says what of desired is not in effect, with the
-// state it read.
-func (c *Client) unconverged(ctx context.Context, desired state.State) ([]string, state.State, error) {
-	current, err := c.Show(ctx)
+// unconverged reads back what sc covers and says what of desired is not in effect, with
+// the state it read.
+func (c *Client) unconverged(ctx context.Context, desired state.State, sc scope, known map[string]dbus.ObjectPath) ([]string, state.State, error) {
+	current, err := c.showIn(ctx, sc, known)
 	if err != nil {
 		return nil, state.State{}, fmt.Errorf("reading the state back: %w", err)
 	}

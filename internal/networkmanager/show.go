@@ -217,6 +217,12 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
+	return c.snapshotOf(ctx, objs)
+}
+
+// snapshotOf completes a snapshot of objs, read whole or by name (readNamed): the applied
+// profiles of its devices, and what the kernel runs on them.
+func (c *Client) snapshotOf(ctx context.Context, objs objects) (Snapshot, error) {
 	devs := objs.devices()
 	snap := Snapshot{Objects: objs, Applied: c.appliedProfiles(ctx, devs), VFs: map[string]*state.SRIOVConfig{}, Ethtool: map[string]*kernelEthtool{},
 		Sysfs: readSysfs(objs, devs, c.sysfsRoot())}

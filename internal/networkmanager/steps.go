@@ -17,6 +17,8 @@ import (
 // host is what an apply starts from: NetworkManager's profiles and devices, read once
 // before the checkpoint, and the current state, read when first needed.
 type host struct {
+	// scope is what of the node was read: the devices are those it covers.
+	scope    scope
 	profiles []profile
 	byPath   map[dbus.ObjectPath]profile
 	owned    map[string]profile // by key (state.Interface.Key)
@@ -34,16 +36,17 @@ func (h *host) newUUID(key string) string {
 	return newUUID()
 }
 
-func (c *Client) readHost(ctx context.Context) (*host, error) {
+// readHost reads every profile, and the devices sc covers (h.scope says what it read).
+func (c *Client) readHost(ctx context.Context, sc scope) (*host, error) {
 	profiles, err := c.profiles(ctx)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := c.managedObjects(ctx)
+	objs, sc, err := c.objectsIn(ctx, sc, nil)
 	if err != nil {
 		return nil, err
 	}
-	h := &host{profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
+	h := &host{scope: sc, profiles: profiles, byPath: map[dbus.ObjectPath]profile{}, owned: map[string]profile{}, devs: map[string]device{},
 		current: sync.OnceValues(func() (state.State, error) { return c.Show(ctx) })}
 	for _, p := range profiles {
 		h.byPath[p.path] = p
@@ -56,6 +59,17 @@ func (c *Client) readHost(ctx context.Context) (*host, error) {
 		h.devs[d.key] = d
 	}
 	return h, nil
+}
+
+// paths are the paths of the devices read, by name (a VPN has none).
+func (h *host) paths() map[string]dbus.ObjectPath {
+	out := make(map[string]dbus.ObjectPath, len(h.devs))
+	for _, d := range h.devs {
+		if !d.vpn {
+			out[d.name] = d.path
+		}
+	}
+	return out
 }
 
 // applySteps are what one apply does: owned profiles to delete, then interfaces to save and

@@ -126,7 +126,7 @@ func (c *Client) restoreVPNs(ctx context.Context, saved []savedVPN) error {
 	if len(saved) == 0 {
 		return nil
 	}
-	h, err := c.readHost(ctx)
+	h, err := c.readHost(ctx, scope{})
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,33 @@ interfaces:
 			WithTransform(bridgePortNames, ConsistOf("eth2", "eth3")))))
 	})
 
+	// An apply's own reads of the node (before it, and its verification) read only the
+	// interfaces its state names, by name: they must read them as a read of the whole node
+	// does.
+	It("reads interfaces by name as a read of the whole node has them, with the ports of a controller", func() {
+		whole, err := nm.Show(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		named, err := nm.ShowInterfaces(ctx, []string{"br0", "eth1", "no-such-interface"})
+		Expect(err).NotTo(HaveOccurred())
+		names := func(s state.State) []string {
+			var out []string
+			for _, it := range s.Interfaces {
+				out = append(out, it.Name)
+			}
+			return out
+		}
+		Expect(names(named)).To(ConsistOf("br0", "eth1", "eth2", "eth3"), "the bridge's ports are read with it")
+		for _, it := range named.Interfaces {
+			Expect(whole.Interfaces).To(ContainElement(it))
+		}
+		Expect(named.Routes).NotTo(BeNil())
+		for _, r := range named.Routes.Running {
+			Expect(whole.Routes.Running).To(ContainElement(r))
+		}
+		Expect(named.Routes.Running).To(ContainElement(HaveField("Destination", "198.51.100.0/24")), "eth1's route")
+		Expect(named.DNSResolver.Running).To(Equal(whole.DNSResolver.Running))
+	})
+
 	// Its ports' spanning tree settings are the VM tier's: NetworkManager writes them
 	// through sysfs, read-only here.
 	It("applies a Linux bridge's STP timers, MAC ageing, snooping and forward mask, read back from the kernel", func() {
