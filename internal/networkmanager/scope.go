@@ -93,10 +93,12 @@ type objectSource interface {
 // readNamed reads, as a whole read would have them, the objects of the devices named, of
 // their ports, and of what each runs (its active connection, its IP configurations), with
 // the DNS manager's. known are device paths by name, from an earlier read (each is checked:
-// a name may have moved to another device since). ok is false when a device read is an
-// Open vSwitch one, whose name its bridge, port and interface share: only the whole node
-// tells them apart.
-func readNamed(ctx context.Context, src objectSource, names []string, known map[string]dbus.ObjectPath) (objects, bool, error) {
+// a name may have moved to another device since). For the host (forHost), each device's
+// active connection and permanent MAC address are read too; the state (Snapshot.State)
+// needs neither, and leaving them out saves a third of the calls. ok is false when a device
+// read is an Open vSwitch one, whose name its bridge, port and interface share: only the
+// whole node tells them apart.
+func readNamed(ctx context.Context, src objectSource, names []string, known map[string]dbus.ObjectPath, forHost bool) (objects, bool, error) {
 	objs := objects{}
 	var mu sync.Mutex
 	keep := func(path dbus.ObjectPath, iface string, props map[string]dbus.Variant) {
@@ -163,10 +165,12 @@ func readNamed(ctx context.Context, src objectSource, names []string, known map[
 		case state.OVSBridge, state.OVSPort, state.OVSInterface:
 			return nil, false, nil
 		case state.Ethernet, state.Veth:
-			parts = append(parts, part{p, nmdbus.WiredIface})
+			if forHost {
+				parts = append(parts, part{p, nmdbus.WiredIface})
+			}
 		}
 		for prop, iface := range map[string]string{"ActiveConnection": nmdbus.ActiveIface, "Ip4Config": nmdbus.IP4Iface, "Ip6Config": nmdbus.IP6Iface} {
-			if sub, _ := props[prop].Value().(dbus.ObjectPath); sub != "" && sub != "/" {
+			if sub, _ := props[prop].Value().(dbus.ObjectPath); sub != "" && sub != "/" && (forHost || iface != nmdbus.ActiveIface) {
 				parts = append(parts, part{sub, iface})
 			}
 		}
@@ -217,11 +221,12 @@ func isDBusError(err error, name string) bool {
 	return errors.As(err, &de) && de.Name == name
 }
 
-// objectsIn reads the objects sc covers: by name, or the whole node's. The scope it says
+// objectsIn reads the objects sc covers (readNamed says what forHost adds): by name, or the
+// whole node's. The scope it says
 // is the one it read: the whole node when a name was an Open vSwitch device's.
-func (c *Client) objectsIn(ctx context.Context, sc scope, known map[string]dbus.ObjectPath) (objects, scope, error) {
+func (c *Client) objectsIn(ctx context.Context, sc scope, known map[string]dbus.ObjectPath, forHost bool) (objects, scope, error) {
 	if sc.names != nil {
-		objs, ok, err := readNamed(ctx, busObjects{c}, sc.names, known)
+		objs, ok, err := readNamed(ctx, busObjects{c}, sc.names, known, forHost)
 		if err != nil || ok {
 			return objs, sc, err
 		}
@@ -234,7 +239,7 @@ func (c *Client) objectsIn(ctx context.Context, sc scope, known map[string]dbus.
 // showIn reads the state of what sc covers: the interfaces it names and their ports, or
 // the whole node.
 func (c *Client) showIn(ctx context.Context, sc scope, known map[string]dbus.ObjectPath) (state.State, error) {
-	objs, _, err := c.objectsIn(ctx, sc, known)
+	objs, _, err := c.objectsIn(ctx, sc, known, false)
 	if err != nil {
 		return state.State{}, err
 	}

@@ -105,12 +105,16 @@ func TestReadNamedTranslatesAsTheWholeRead(t *testing.T) {
 		if sc.names == nil {
 			continue
 		}
-		objs, ok, err := readNamed(context.Background(), recordedObjects(rec.Snapshot.Objects), sc.names, nil)
+		objs, ok, err := readNamed(context.Background(), recordedObjects(rec.Snapshot.Objects), sc.names, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !ok {
 			continue // an Open vSwitch device named
+		}
+		forState, _, err := readNamed(context.Background(), recordedObjects(rec.Snapshot.Objects), sc.names, nil, false)
+		if err != nil {
+			t.Fatal(err)
 		}
 		byName++
 		// The devices, as the apply's read of the host has them (a profile active on one, a
@@ -124,7 +128,7 @@ func TestReadNamedTranslatesAsTheWholeRead(t *testing.T) {
 				t.Errorf("%s: device %s read by name: %+v, whole: %+v", rec.Where, d.key, d, want)
 			}
 		}
-		named := partOf(rec.Snapshot, objs)
+		named := partOf(rec.Snapshot, forState)
 		whole, got := rec.Snapshot.State(), named.State()
 		wholeByKey := map[string]state.Interface{}
 		for _, it := range whole.Interfaces {

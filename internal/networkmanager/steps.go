@@ -42,7 +42,7 @@ func (c *Client) readHost(ctx context.Context, sc scope) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, sc, err := c.objectsIn(ctx, sc, nil)
+	objs, sc, err := c.objectsIn(ctx, sc, nil, true)
 	if err != nil {
 		return nil, err
 	}
