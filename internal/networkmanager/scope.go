@@ -109,6 +109,13 @@ func readNamed(ctx context.Context, src objectSource, names []string, known map[
 		}
 		objs[path][iface] = props
 	}
+	read := func(path dbus.ObjectPath, iface string) error {
+		props, err := src.properties(ctx, path, iface)
+		if err == nil && props != nil {
+			keep(path, iface, props)
+		}
+		return err
+	}
 	err := inWindow(len(names), callsInFlight, func(i int) error {
 		name := names[i]
 		if p := known[name]; p != "" {
@@ -125,33 +132,29 @@ func readNamed(ctx context.Context, src objectSource, names []string, known map[
 		if err != nil || p == "" {
 			return err
 		}
-		props, err := src.properties(ctx, p, nmdbus.DeviceIface)
-		if err == nil && props != nil {
-			keep(p, nmdbus.DeviceIface, props)
-		}
-		return err
+		return read(p, nmdbus.DeviceIface)
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	// Their ports, which the state lists by name.
-	var ports []dbus.ObjectPath
-	for _, ifaces := range objs {
-		pp, _ := ifaces[nmdbus.DeviceIface]["Ports"].Value().([]dbus.ObjectPath)
-		for _, p := range pp {
-			if _, read := objs[p]; !read && !slices.Contains(ports, p) {
-				ports = append(ports, p)
+	// Their ports, which the state lists by name, and the ports' own (a bond in a bridge).
+	for asked := map[dbus.ObjectPath]bool{}; ; {
+		var ports []dbus.ObjectPath
+		for _, ifaces := range objs {
+			pp, _ := ifaces[nmdbus.DeviceIface]["Ports"].Value().([]dbus.ObjectPath)
+			for _, p := range pp {
+				if _, done := objs[p]; !done && !asked[p] {
+					asked[p] = true
+					ports = append(ports, p)
+				}
 			}
 		}
-	}
-	if err := inWindow(len(ports), callsInFlight, func(i int) error {
-		props, err := src.properties(ctx, ports[i], nmdbus.DeviceIface)
-		if err == nil && props != nil {
-			keep(ports[i], nmdbus.DeviceIface, props)
+		if len(ports) == 0 {
+			break
 		}
-		return err
-	}); err != nil {
-		return nil, false, err
+		if err := inWindow(len(ports), callsInFlight, func(i int) error { return read(ports[i], nmdbus.DeviceIface) }); err != nil {
+			return nil, false, err
+		}
 	}
 	type part struct {
 		path  dbus.ObjectPath
@@ -175,13 +178,7 @@ func readNamed(ctx context.Context, src objectSource, names []string, known map[
 			}
 		}
 	}
-	if err := inWindow(len(parts), callsInFlight, func(i int) error {
-		props, err := src.properties(ctx, parts[i].path, parts[i].iface)
-		if err == nil && props != nil {
-			keep(parts[i].path, parts[i].iface, props)
-		}
-		return err
-	}); err != nil {
+	if err := inWindow(len(parts), callsInFlight, func(i int) error { return read(parts[i].path, parts[i].iface) }); err != nil {
 		return nil, false, err
 	}
 	return objs, true, nil
@@ -222,8 +219,8 @@ func isDBusError(err error, name string) bool {
 }
 
 // objectsIn reads the objects sc covers (readNamed says what forHost adds): by name, or the
-// whole node's. The scope it says
-// is the one it read: the whole node when a name was an Open vSwitch device's.
+// whole node's. The scope it says is the one it read: the whole node when a name was an
+// Open vSwitch device's.
 func (c *Client) objectsIn(ctx context.Context, sc scope, known map[string]dbus.ObjectPath, forHost bool) (objects, scope, error) {
 	if sc.names != nil {
 		objs, ok, err := readNamed(ctx, busObjects{c}, sc.names, known, forHost)

@@ -3,6 +3,7 @@ package networkmanager
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -201,4 +202,59 @@ func partOf(whole Snapshot, objs objects) Snapshot {
 		part.KernelRoutes = whole.KernelRoutes
 	}
 	return part
+}
+
+// A read by name follows ports down (a bond in a bridge), checks a known path's name, and
+// gives way to the whole read for an Open vSwitch device.
+func TestReadNamedFollowsPorts(t *testing.T) {
+	dev := func(name string, nmType uint32, ports ...dbus.ObjectPath) map[string]map[string]dbus.Variant {
+		props := map[string]dbus.Variant{"Interface": dbus.MakeVariant(name), "DeviceType": dbus.MakeVariant(nmType)}
+		if ports != nil {
+			props["Ports"] = dbus.MakeVariant(ports)
+		}
+		return map[string]map[string]dbus.Variant{nmdbus.DeviceIface: props}
+	}
+	path := func(i int) dbus.ObjectPath {
+		return dbus.ObjectPath(fmt.Sprintf("/org/freedesktop/NetworkManager/Devices/%d", i))
+	}
+	node := recordedObjects{
+		path(1): dev("br0", 13, path(2)), path(2): dev("bond0", 10, path(3), path(4)),
+		path(3): dev("eth1", 1), path(4): dev("eth2", 1), path(5): dev("eth9", 1), path(6): dev("br-ex", 26),
+	}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		known map[string]dbus.ObjectPath
+		want  []dbus.ObjectPath // nil: the whole node must be read
+	}{
+		{"a bridge, its bond and the bond's ports", []string{"br0"}, nil, []dbus.ObjectPath{path(1), path(2), path(3), path(4)}},
+		{"a port alone", []string{"eth1"}, nil, []dbus.ObjectPath{path(3)}},
+		{"a known path now another device's", []string{"eth1"}, map[string]dbus.ObjectPath{"eth1": path(5)}, []dbus.ObjectPath{path(3)}},
+		{"a known path", []string{"eth9"}, map[string]dbus.ObjectPath{"eth9": path(5)}, []dbus.ObjectPath{path(5)}},
+		{"no such interface", []string{"eth7"}, nil, []dbus.ObjectPath{}},
+		{"Open vSwitch", []string{"eth9", "br-ex"}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, ok, err := readNamed(context.Background(), node, tc.names, tc.known, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != (tc.want != nil) {
+				t.Fatalf("ok %t, want %t", ok, tc.want != nil)
+			}
+			if !ok {
+				return
+			}
+			got := []dbus.ObjectPath{}
+			for p := range objs {
+				if p != nmdbus.DNSManagerPath {
+					got = append(got, p)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("read %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
