@@ -99,7 +99,7 @@ func (t *Transaction) failed(ctx context.Context, err error) error {
 
 // unconverged says what of the change is not in effect.
 func (t *Transaction) unconverged(ctx context.Context) ([]string, error) {
-	diffs, current, err := t.c.unconverged(ctx, t.desired, t.scope, t.known)
+	diffs, current, err := t.readBack(ctx)
 	if err != nil || t.verify == nil {
 		return diffs, err
 	}
@@ -312,7 +312,7 @@ func (c *Client) Apply(ctx context.Context, desired state.State, opts ApplyOptio
 		return fail(err)
 	}
 	verifying := time.Now()
-	diffs, err := c.settled(ctx, tx, again)
+	diffs, err := tx.settled(ctx, again)
 	stopKeeping()
 	if err != nil {
 		return fail(err)
@@ -332,13 +332,13 @@ func since(start time.Time) string { return time.Since(start).Round(time.Millise
 // carries the static address it set (measured in the VM tier's Debian 13 guest).
 const settleTime = 3 * time.Second
 
-// settled is unconverged once it says nothing, or after settleTime. On the first read that
-// differs, again may activate some interfaces again (it says whether it did); the wait
-// starts over then.
-func (c *Client) settled(ctx context.Context, tx *Transaction, again func(context.Context, state.State) (bool, error)) ([]string, error) {
+// settled is readBack's differences once there are none, or after settleTime. On the
+// first read that differs, again may activate some interfaces again (it says whether it
+// did); the wait starts over then.
+func (t *Transaction) settled(ctx context.Context, again func(context.Context, state.State) (bool, error)) ([]string, error) {
 	deadline := time.Now().Add(settleTime)
 	for {
-		diffs, current, err := c.unconverged(ctx, tx.desired, tx.scope, tx.known)
+		diffs, current, err := t.readBack(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -364,14 +364,14 @@ func (c *Client) settled(ctx context.Context, tx *Transaction, again func(contex
 	}
 }
 
-// unconverged reads back what sc covers and says what of desired is not in effect, with
-// the state it read.
-func (c *Client) unconverged(ctx context.Context, desired state.State, sc scope, known map[string]dbus.ObjectPath) ([]string, state.State, error) {
-	current, err := c.showIn(ctx, sc, known)
+// readBack reads back what the transaction's scope covers and says what of its desired
+// state is not in effect, with the state it read.
+func (t *Transaction) readBack(ctx context.Context) ([]string, state.State, error) {
+	current, err := t.c.showIn(ctx, t.scope, t.known)
 	if err != nil {
 		return nil, state.State{}, fmt.Errorf("reading the state back: %w", err)
 	}
-	return state.Verify(desired, current), current, nil
+	return state.Verify(t.desired, current), current, nil
 }
 
 // profile is one connection profile NetworkManager holds.
