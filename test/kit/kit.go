@@ -90,8 +90,17 @@ func StartAPI(configure ...func(*envtest.Environment)) (*API, error) {
 	return a, nil
 }
 
-// Stop stops the API server and etcd.
-func (a *API) Stop() error { return a.Env.Stop() }
+// Stop stops the API server and etcd. An API server whose graceful termination outlasts
+// envtest's stop timeout (a client's watch still draining) is killed, and envtest says so
+// only in its error's text: when that is the whole error, the kill worked and etcd
+// stopped, so nothing is left running.
+func (a *API) Stop() error {
+	err := a.Env.Stop()
+	if err != nil && err.Error() == "timeout waiting for process kube-apiserver to stop" {
+		return nil
+	}
+	return err
+}
 
 var builds struct {
 	sync.Mutex
