@@ -238,7 +238,7 @@ var _ = Describe("nmoverlay migrate --apply on a cluster running kubernetes-nmst
 		Expect(exists("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", "nmstate")).To(BeFalse())
 		Expect(exists("apps/v1", "Deployment", ns, "nmstate-operator")).To(BeTrue(), "its operator is scaled to 0, not deleted")
 		// The API server drops a deleted webhook configuration from its informer's cache a moment later.
-		Eventually(func() error { return createPolicy("probe") }).Should(Succeed(), "with its webhook's configuration gone, policies can be written again")
+		Eventually(func() error { return createPolicy("probe") }, "10s").Should(Succeed(), "with its webhook's configuration gone, policies can be written again")
 
 		Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nmstate-handler-abcde"}})).To(Succeed()) // the garbage collector's part
 	})
