@@ -279,15 +279,45 @@ func report(r overlay.Report, err error) {
 
 // log writes to the journal under systemd (every entry names the version that wrote it:
 // NMOVERLAY_VERSION), else to stderr.
+//
+// Each entry also names its unit (OBJECT_SYSTEMD_UNIT, which `journalctl -u` matches for
+// root's entries): journald ties an entry to its unit by reading the sender's cgroup
+// from /proc when the entry arrives, and the helper has often exited by then, which
+// would leave the verdict out of `journalctl -u nm-overlay.service`.
 func log(prio journal.Priority, msg string, fields map[string]string) {
 	if os.Getenv("INVOCATION_ID") != "" && journal.Enabled() {
 		f := map[string]string{"NMOVERLAY_VERSION": version.Version}
+		if cgroup, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+			if unit := unitOf(string(cgroup)); unit != "" {
+				f["OBJECT_SYSTEMD_UNIT"] = unit
+			}
+		}
 		maps.Copy(f, fields)
 		if journal.Send(msg, prio, f) == nil {
 			return
 		}
 	}
 	fmt.Fprintln(os.Stderr, "nm-overlay: "+msg)
+}
+
+// unitOf is the systemd unit a process runs in, from its /proc/PID/cgroup: the unified
+// hierarchy's path ("0::/system.slice/nm-overlay.service") or, on a host on cgroup v1,
+// systemd's named one ("1:name=systemd:/system.slice/..."). The unit is the path's last
+// service or scope; "" when there is none.
+func unitOf(cgroup string) string {
+	for line := range strings.Lines(cgroup) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 || !(parts[0] == "0" && parts[1] == "" || parts[1] == "name=systemd") {
+			continue
+		}
+		elems := strings.Split(parts[2], "/")
+		for i := len(elems) - 1; i >= 0; i-- {
+			if strings.HasSuffix(elems[i], ".service") || strings.HasSuffix(elems[i], ".scope") {
+				return elems[i]
+			}
+		}
+	}
+	return ""
 }
 
 type printer struct {

@@ -72,3 +72,23 @@ func TestVersion(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }
+
+func TestUnitOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, cgroup, want string
+	}{
+		{"unified", "0::/system.slice/nm-overlay.service\n", "nm-overlay.service"},
+		{"hybrid", "12:memory:/system.slice/nm-overlay.service\n1:name=systemd:/system.slice/nm-overlay-enable.service\n0::/system.slice/nm-overlay-enable.service\n", "nm-overlay-enable.service"},
+		{"legacy, systemd's hierarchy last", "4:cpu,cpuacct:/system.slice/other.service\n1:name=systemd:/system.slice/nm-overlay.service\n", "nm-overlay.service"},
+		{"a service's sub-cgroup", "0::/system.slice/nm-overlay.service/payload\n", "nm-overlay.service"},
+		{"a scope", "0::/user.slice/user-0.slice/session-3.scope\n", "session-3.scope"},
+		{"a controller's path is not systemd's", "4:cpu:/system.slice/other.service\n", ""},
+		{"the root", "0::/\n", ""},
+		{"a container's view, no unit", "0::/init\n", ""},
+		{"empty", "", ""},
+	} {
+		if got := unitOf(tc.cgroup); got != tc.want {
+			t.Errorf("%s: unitOf(%q) = %q, want %q", tc.name, tc.cgroup, got, tc.want)
+		}
+	}
+}

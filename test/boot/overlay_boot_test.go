@@ -195,11 +195,12 @@ var _ = Describe("a node booted with the nmoverlay MachineConfig", Ordered, func
 		Expect(monotonic(m, layout.MountUnit(), "ActiveEnterTimestampMonotonic")).To(BeNumerically("<", nmStart))
 		Expect(monotonic(m, paths.HelperService, "ActiveEnterTimestampMonotonic")).To(BeNumerically("<", nmStart))
 		Expect(unitProp(m, paths.HelperService, "StatusText")).To(ContainSubstring("verified"), "sd_notify STATUS=")
-		// Matched by its own field, not by -u: journald may not tie the entry of a process that
-		// has already exited to its unit (it reads the sender's cgroup from /proc).
+		// As an administrator reads it (README): by its unit. The entry names its unit itself,
+		// as journald may not tie an exited process's entry to it.
 		Eventually(func() (string, error) {
-			return m.Exec(ctx, "journalctl", "-o", "cat", "NMOVERLAY_RESULT=verified")
-		}, "10s").Should(ContainSubstring("verified"), "the helper's structured journal entry")
+			return m.Exec(ctx, "journalctl", "-b", "-u", paths.HelperService, "-o", "verbose", "--no-pager")
+		}, "10s").Should(SatisfyAll(ContainSubstring("NMOVERLAY_RESULT=verified"), ContainSubstring("OBJECT_SYSTEMD_UNIT="+paths.HelperService)),
+			"the helper's structured journal entry, under its unit")
 	})
 
 	It("has NetworkManager on the merged dir", func() {
