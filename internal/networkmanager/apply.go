@@ -1033,8 +1033,11 @@ func formatUUID(b [16]byte, version byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// notActive: NetworkManager's answer to deactivating what is not active (any more).
-func notActive(err error) bool {
+// isDBusError says whether err is the D-Bus error of that name.
+func isDBusError(err error, name string) bool {
 	var de dbus.Error
-	return errors.As(err, &de) && de.Name == nmdbus.Iface+".ConnectionNotActive"
+	return errors.As(err, &de) && de.Name == name
 }
+
+// notActive: NetworkManager's answer to deactivating what is not active (any more).
+func notActive(err error) bool { return isDBusError(err, nmdbus.Iface+".ConnectionNotActive") }

@@ -2,7 +2,6 @@ package networkmanager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -211,11 +210,6 @@ func (b busObjects) properties(ctx context.Context, path dbus.ObjectPath, iface 
 		return nil, fmt.Errorf("%s GetAll %s: %w", path, iface, err)
 	}
 	return props, nil
-}
-
-func isDBusError(err error, name string) bool {
-	var de dbus.Error
-	return errors.As(err, &de) && de.Name == name
 }
 
 // objectsIn reads the objects sc covers (readNamed says what forHost adds): by name, or the
